@@ -1,0 +1,3 @@
+from moscopt.cli import main
+
+main()

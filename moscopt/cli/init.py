@@ -1,0 +1,26 @@
+"""`moscopt init [DIR]`: scaffold a project with a config and the seed skill library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from moscopt.cli.app import app
+
+
+@app.command("init")
+def init_cmd(
+    directory: Path = typer.Argument(Path("."), help="Project folder (created if missing)."),
+    force: bool = typer.Option(False, "--force", help="Replace moscopt.yaml and the seed skills."),
+) -> None:
+    """Scaffold a project: moscopt.yaml, skills/ (the seed library, gate included), .gitignore."""
+    from moscopt.project import init_project
+
+    result = init_project(directory, force=force)
+    for path in result.created:
+        typer.echo(f"wrote {path}")
+    typer.echo(
+        f"\nNext: cd {directory} && moscopt status    "
+        "(edit skills/*/SKILL.md and moscopt.yaml, then moscopt train --benchmark NAME)"
+    )

@@ -1,0 +1,96 @@
+"""`moscopt status`: the pool, the config and the counters of a run (or of the project)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from moscopt.cli.app import app
+
+
+@app.command("status")
+def status_cmd(
+    run: Path | None = typer.Option(None, "--run", help="A run directory (runs/<name>)."),
+    config: Path | None = typer.Option(None, "--config", help="Project config (moscopt.yaml)."),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Show Q-scores, activations, synergy, edits and cost of a run; without --run, the project."""
+    import json
+
+    from moscopt.project import open_project
+    from moscopt.rundir import RunDir
+    from moscopt.summary import project_summary, run_summary
+
+    if run is not None:
+        data = run_summary(RunDir.open(run))
+    else:
+        data = project_summary(open_project(config))
+    if json_out:
+        typer.echo(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        _render(data)
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _render(d: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    if "run" in d:
+        console.print(
+            f"[bold]run[/] {d['run']}  ({d['status']}, benchmark {d['benchmark'] or '-'})"
+        )
+        console.print(f"epoch {d['epoch']}  step {d['step']}  phase {d['phase']}")
+    else:
+        console.print(f"[bold]project[/] {d['config'] or '(no moscopt.yaml: defaults)'}")
+        console.print(f"skills {d['skills_dir']}")
+    model = d["model"]
+    if d["optimizer_model"] != model:
+        model += f" (optimizer: {d['optimizer_model']})"
+    console.print(f"model {model}   N={d['n']} K={d['k']}   gate {'yes' if d['gate'] else 'no'}")
+
+    name_w = max(len(x["name"]) for x in d["skills"])
+    desc_w = max(console.width - name_w - 18, 20)
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("skill", no_wrap=True)
+    table.add_column("Q", justify="right", no_wrap=True)
+    table.add_column("act", justify="right", no_wrap=True)
+    table.add_column("description", no_wrap=True)
+    for s in d["skills"]:
+        desc = s["description"]
+        if len(desc) > desc_w:
+            desc = desc[: desc_w - 1] + "…"
+        table.add_row(s["name"], _fmt(s["q"]), str(s["activations"]), desc)
+    console.print(table)
+
+    if "run" in d:
+        t = d["totals"]
+        console.print(
+            f"edits: {d['edits']['accepted']} accepted, {d['edits']['rejected']} rejected   "
+            f"best val: {_fmt(d['best_val_score'])}   checkpoints: {d['checkpoints']}"
+        )
+        console.print(
+            f"calls {t['calls']} (cache hits {t['cache_hits']})   tokens "
+            f"{t['prompt_tokens']}+{t['completion_tokens']}   cost ${t['cost']:.4f}"
+        )
+        if d["synergy_top"]:
+            pairs = ", ".join(
+                f"{a}+{b}: {c}" for (a, b), c in ((p["pair"], p["count"]) for p in d["synergy_top"])
+            )
+            console.print(f"synergy: {pairs}")
+    elif d.get("runs"):
+        console.print("runs:")
+        for r in d["runs"]:
+            console.print(f"  {r['run']}  {r['status']}  step {_fmt(r['step'])}")
+    else:
+        console.print("no runs yet")

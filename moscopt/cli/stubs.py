@@ -1,0 +1,34 @@
+"""Commands whose implementation has not landed yet. They say so and exit 1; they never pretend."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from moscopt.cli.app import app
+
+_PENDING = {
+    "train": "Optimize the skill pool and the gate on a benchmark (MOSCOPT).",
+    "eval": "Evaluate a pool, an export or the no-skill baseline on a benchmark split.",
+    "export": "Export a run as a mixture, a static routing table or one distilled skill.",
+    "route": "Show which K skills the gate picks for a task, and why.",
+    "log": "History of edits with before/after scores and reasons.",
+    "diff": "Text diff of a skill between two steps.",
+    "report": "Markdown/HTML report with learning-curve plots.",
+}
+
+
+def _make(name: str, summary: str) -> None:
+    @app.command(
+        name=name,
+        help=f"{summary} [not available yet]",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def _pending(ctx: typer.Context) -> None:
+        print(f"moscopt: '{name}' is not available yet in this version.", file=sys.stderr)
+        raise typer.Exit(1)
+
+
+for _name, _summary in _PENDING.items():
+    _make(_name, _summary)

@@ -1,0 +1,268 @@
+"""Configuration: `moscopt.yaml` loaded into pydantic models with `extra="forbid"`.
+
+Every hyperparameter of MOSCOPT has the paper's default. Precedence: built-in defaults, then the
+file, then command-line flags (`overrides`, dotted keys such as `pool.k`). Secrets are never
+configuration: API keys come from the usual environment variables and are never written to disk.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from moscopt.errors import UserError
+from moscopt.fsio import read_text
+from moscopt.validation import describe
+
+CONFIG_FILE = "moscopt.yaml"
+DEFAULT_MODEL = "local/smollm2"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class PoolConfig(_Section):
+    n: int = Field(10, ge=1, description="pool size N")
+    k: int = Field(3, ge=1, description="skills activated per task K")
+
+    @model_validator(mode="after")
+    def _check_k(self) -> PoolConfig:
+        if self.k > self.n:
+            raise ValueError(
+                f"K ({self.k}) must not exceed N ({self.n}): lower pool.k or raise pool.n"
+            )
+        return self
+
+
+class GatingConfig(_Section):
+    granularity: Literal["task", "step"] = "task"
+    # `llm` is MOSCOPT's gate; `random` and `all` (K = N) are ablations.
+    policy: Literal["llm", "random", "all"] = "llm"
+    enrich_epoch: int = Field(
+        2, ge=0, description="epoch from which Q-scores join the summary table"
+    )
+    rebuild_threshold: float = Field(0.3, ge=0.0, le=1.0)
+    rebuild_window: int = Field(
+        3, ge=1, description="consecutive steps the failure rate is taken over"
+    )
+
+
+class CreditConfig(_Section):
+    beta: float = Field(0.3, gt=0.0, le=1.0, description="EMA coefficient of Q-scores")
+    c_min: int = Field(5, ge=0, description="activations before a skill is ranked")
+    synergy_protect: int = Field(3, ge=0, description="pairs with C(i,j) above this are protected")
+
+
+class OptimizerConfig(_Section):
+    """EditAdam."""
+
+    schedule: Literal["constant", "linear", "cosine", "autonomous"] = "linear"
+    l_max: int = Field(8, ge=1)
+    l_min: int = Field(2, ge=1)
+    minibatch: int = Field(4, ge=1, description="M_b: tasks per skill-editing minibatch")
+    merge_batch: int = Field(8, ge=1, description="M_g: trajectories merged per reflection")
+    rejection_capacity: int = Field(10, ge=0, description="R")
+    summary_chars: int = Field(200, ge=20)
+    p_val: float = Field(1.0, gt=0.0, le=1.0, description="fraction of the validation split used")
+    rejection_buffer: bool = True
+    long_term_memory: bool = True
+
+    @model_validator(mode="after")
+    def _check_budget(self) -> OptimizerConfig:
+        if self.l_min > self.l_max:
+            raise ValueError(f"l_min ({self.l_min}) must not exceed l_max ({self.l_max})")
+        return self
+
+
+class EvolutionConfig(_Section):
+    enabled: bool = True
+    every: int = Field(1, ge=1, description="E: epochs between evolution cycles")
+    eliminate: int = Field(1, ge=0, description="M: skills eliminated per cycle")
+    diversity_threshold: float = Field(0.85, ge=0.0, le=1.0)
+    mutation_fraction: float = Field(0.5, gt=0.0, le=1.0)
+    fresh_skills: int = Field(2, ge=0, le=10)
+    embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class TrainingConfig(_Section):
+    epochs: int = Field(3, ge=1)
+    interleave: bool = True  # False: the "simultaneous updates" ablation
+
+
+class SamplingConfig(_Section):
+    temperature: float = Field(0.8, ge=0.0, le=2.0)
+    top_p: float = Field(0.6, gt=0.0, le=1.0)
+    max_tokens: int = Field(1024, ge=1)
+
+
+class LLMConfig(_Section):
+    concurrency: int = Field(16, ge=1)
+    timeout: float = Field(120.0, gt=0.0, description="seconds per request")
+    max_retries: int = Field(6, ge=0)
+    cache: bool = True
+    max_calls: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(None, gt=0.0)
+
+
+class AgentConfig(_Section):
+    max_steps: int = Field(1, ge=1, description="T: agent steps per task")
+    tools: list[Literal["python", "shell", "search"]] = Field(default_factory=list)
+
+
+class DataConfig(_Section):
+    path: str | None = None
+    limit: int | None = Field(None, ge=1)
+
+
+class Config(_Section):
+    model: str = DEFAULT_MODEL
+    optimizer_model: str | None = None
+    api_base: str | None = None
+    seed: int = 42
+    benchmark: str | None = None
+    skills_dir: str = "skills"
+    runs_dir: str = "runs"
+    pool: PoolConfig = Field(default_factory=PoolConfig)
+    gating: GatingConfig = Field(default_factory=GatingConfig)
+    credit: CreditConfig = Field(default_factory=CreditConfig)
+    optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
+    evolution: EvolutionConfig = Field(default_factory=EvolutionConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+
+    @property
+    def effective_optimizer_model(self) -> str:
+        return self.optimizer_model or self.model
+
+    def warnings(self) -> list[str]:
+        """Legal but questionable settings, to be shown to the user."""
+        out = []
+        n, k = self.pool.n, self.pool.k
+        if k == n and n > 1:
+            out.append(f"K = N = {n}: the gate selects nothing (an ablation, not MOSCOPT)")
+        elif n > 1 and k / n > 0.8:
+            out.append(f"K/N = {k}/{n} > 0.8: gating has little to choose; raise N or lower K")
+        return out
+
+    def to_yaml(self) -> str:
+        """The fully resolved config, deterministic (field order fixed by the models)."""
+        return yaml.safe_dump(
+            self.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=2**31 - 1
+        )
+
+
+def load_config(
+    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> Config:
+    """Defaults <- file at `path` (if given) <- `overrides` (dotted keys; None values ignored)."""
+    data: dict[str, Any] = {}
+    text = ""
+    if path is not None:
+        path = Path(path)
+        text = read_text(path)
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise UserError(
+                f"not valid YAML: {problem}",
+                path=path,
+                line=min(mark.line + 1, max(text.count("\n"), 1)) if mark is not None else None,
+            ) from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise UserError("must be a YAML mapping (key: value)", path=path, line=1)
+        data = loaded
+    file_data = data
+    data = _deep_copy(data)
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(data, dotted, value)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        field, msg = describe(e)
+        flag_set = any(
+            d == field or d.startswith(field + ".") or field.startswith(d + ".")
+            for d in overrides or {}
+        )
+        in_file = _lookup(file_data, field) is not _MISSING
+        line = _line_of(text, field) if (path is not None and in_file) else None
+        if flag_set and not in_file:
+            raise UserError(msg, field=field) from None
+        raise UserError(msg, path=path, line=line, field=field) from None
+
+
+def show_warnings(config: Config) -> None:
+    for w in config.warnings():
+        warnings.warn(w, stacklevel=2)
+
+
+_MISSING = object()
+
+
+def _deep_copy(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _deep_copy(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_deep_copy(v) for v in d]
+    return d
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for key in parents:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = {}
+            node[key] = child
+        node = child
+    node[leaf] = value
+
+
+def _lookup(data: Any, dotted: str) -> Any:
+    node = data
+    for key in dotted.split("."):
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return _MISSING
+    return node
+
+
+def _line_of(text: str, dotted: str) -> int | None:
+    """1-based line of the key `dotted` in YAML `text`, if it can be found."""
+    try:
+        node: Any = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for key in dotted.split("."):
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == key:
+                    line = k.start_mark.line + 1
+                    node = v
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
+            node = node.value[int(key)]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line

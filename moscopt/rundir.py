@@ -1,0 +1,227 @@
+"""The run directory: the one place that reads and writes a run's files.
+
+    runs/<name>/
+      moscopt.yaml       frozen, fully resolved config (no secrets)
+      skills/            current best pool: the thing to diff (a view of the checkpoint)
+      state.json         versioned RunState
+      events.jsonl       append-only log (LLM calls, rollouts, edits, evolution)
+      checkpoints/       pool snapshots, one JSON file per distinct pool
+      cache/             LLM response cache (gitignored)
+      exports/
+      .lock              held by the process that trains in this directory
+
+Consistency: `save` writes the checkpoint (if the pool changed), then `state.json` (which names
+the checkpoint and the pool digest), then materializes `skills/`. Every file write is atomic, so
+a process killed at any instant leaves a state that names a complete checkpoint; `load_pool`
+restores `skills/` from it if the kill came before `skills/` was rewritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from moscopt.config import CONFIG_FILE, Config, load_config
+from moscopt.errors import UserError
+from moscopt.fsio import (
+    append_line,
+    atomic_write_json,
+    atomic_write_text,
+    iter_jsonl,
+    read_text,
+    repair_jsonl_tail,
+)
+from moscopt.skills import Pool
+from moscopt.state import RunState, SchemaTooNew, migrate
+from moscopt.validation import user_error
+
+STATE_FILE = "state.json"
+EVENTS_FILE = "events.jsonl"
+LOCK_FILE = ".lock"
+
+
+class EventLog:
+    """Append-only JSONL of what happened. Thread-safe; one `write` per event."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        repair_jsonl_tail(path)
+
+    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
+        event = {"t": datetime.now(UTC).isoformat(timespec="milliseconds"), "type": kind, **fields}
+        line = json.dumps(event, ensure_ascii=False, sort_keys=False, default=str)
+        with self._lock:
+            append_line(self.path, line)
+        return event
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter_jsonl(self.path)
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self if e.get("type") == kind]
+
+
+class RunDir:
+    """A run directory on disk. Create with `RunDir.create`, reopen with `RunDir.open`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._events: EventLog | None = None
+        self._lock_fd: int | None = None
+
+    # -- layout ----------------------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG_FILE
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.path / "skills"
+
+    @property
+    def state_path(self) -> Path:
+        return self.path / STATE_FILE
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / EVENTS_FILE
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.path / "cache"
+
+    @property
+    def exports_dir(self) -> Path:
+        return self.path / "exports"
+
+    @property
+    def events(self) -> EventLog:
+        if self._events is None:
+            self._events = EventLog(self.events_path)
+        return self._events
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | Path, config: Config, pool: Pool, state: RunState) -> RunDir:
+        """Make a new run directory; refuses one that already holds a run."""
+        run = cls(path)
+        if run.state_path.exists():
+            raise UserError(
+                "already holds a run: use --resume, or choose another --run", path=run.path
+            )
+        if run.path.exists() and not run.path.is_dir():
+            raise UserError("exists and is not a directory", path=run.path)
+        for d in (run.path, run.checkpoints_dir, run.cache_dir, run.exports_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run.config_path, config.to_yaml())
+        run.save(state, pool)
+        return run
+
+    @classmethod
+    def open(cls, path: str | Path) -> RunDir:
+        """Open an existing run; a path that is not a run is a `UserError`."""
+        run = cls(path)
+        if not run.path.exists():
+            raise UserError("run directory not found", path=run.path)
+        if not run.path.is_dir():
+            raise UserError("not a directory", path=run.path)
+        if not run.state_path.is_file():
+            raise UserError(f"not a moscopt run directory (no {STATE_FILE})", path=run.path)
+        return run
+
+    # -- config, state, pool ---------------------------------------------------------------------
+
+    def load_config(self) -> Config:
+        return load_config(self.config_path)
+
+    def load_state(self) -> RunState:
+        text = read_text(self.state_path)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UserError(
+                f"not valid JSON: {e.msg}", path=self.state_path, line=e.lineno
+            ) from None
+        if not isinstance(data, dict):
+            raise UserError("must be a JSON object", path=self.state_path)
+        try:
+            data = migrate(data)
+            return RunState.model_validate(data)
+        except SchemaTooNew as e:
+            raise UserError(str(e), path=self.state_path, field="schema_version") from None
+        except ValidationError as e:
+            raise user_error(e, self.state_path) from None
+
+    def load_pool(self, state: RunState | None = None) -> Pool:
+        """The pool the state names; `skills/` is rewritten from it if it drifted."""
+        state = state or self.load_state()
+        if state.checkpoint is None:
+            return Pool.load(self.skills_dir)
+        path = self.checkpoints_dir / state.checkpoint
+        try:
+            pool = Pool.from_json(json.loads(read_text(path)))
+        except (json.JSONDecodeError, ValidationError) as e:
+            raise UserError(f"checkpoint is corrupt: {e}", path=path) from None
+        try:
+            on_disk = Pool.load(self.skills_dir).digest()
+        except UserError:
+            on_disk = None
+        if on_disk != pool.digest():
+            pool.dump(self.skills_dir, prune=True)
+        return pool
+
+    def save(self, state: RunState, pool: Pool | None = None) -> None:
+        """Persist `state` (and `pool`, if given) in crash-consistent order."""
+        if pool is not None:
+            digest = pool.digest()
+            if digest != state.pool_digest or state.checkpoint is None:
+                name = f"{state.step:06d}-{digest[:12]}.json"
+                target = self.checkpoints_dir / name
+                if not target.exists():
+                    atomic_write_json(target, pool.to_json())
+                state.checkpoint = name
+                state.pool_digest = digest
+        atomic_write_json(self.state_path, state.model_dump(mode="json"))
+        if pool is not None:
+            pool.dump(self.skills_dir, prune=True)
+
+    def checkpoints(self) -> list[Path]:
+        return sorted(self.checkpoints_dir.glob("*.json"))
+
+    # -- exclusivity -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[RunDir]:
+        """Hold the run's lock; a second process gets a clear `UserError` instead of a race."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UserError(
+                "another moscopt process is using this run directory", path=self.path
+            ) from None
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            yield self
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

@@ -1,0 +1,118 @@
+"""`RunState`: the versioned machine state of a run (`state.json`).
+
+Statistics live here, never in SKILL.md, so a diff of a skill shows only text changes. The file
+carries `schema_version`; older files are upgraded by the ordered, named migrations in
+`MIGRATIONS` (each takes the JSON of version v and returns version v + 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+Migration = tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]
+# MIGRATIONS[i] upgrades schema version i + 1 to i + 2. Append only; never edit a shipped one.
+MIGRATIONS: list[Migration] = []
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RejectionRecord(_Record):
+    """One rejected edit, as shown to the next proposal (EditAdam's rejection buffer)."""
+
+    step: int
+    score_before: float
+    score_after: float
+    summary: str = Field(max_length=200)
+    failure_patterns: list[str] = Field(default_factory=list)
+
+
+class OptimizerState(_Record):
+    """EditAdam's textual state for one skill or the gate."""
+
+    step_buffer: list[str] = Field(default_factory=list)  # epoch-local failure analyses
+    rejection_buffer: list[RejectionRecord] = Field(default_factory=list)  # epoch-local FIFO
+    long_term_memory: list[str] = Field(default_factory=list)  # durable lessons across epochs
+    accepted: int = 0
+    rejected: int = 0
+
+
+class Totals(_Record):
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+
+class ScorePoint(_Record):
+    epoch: int
+    step: int
+    phase: str
+    score: float
+
+
+class RunState(_Record):
+    schema_version: int = SCHEMA_VERSION
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    benchmark: str | None = None
+    status: Literal["new", "running", "stopped", "failed", "done"] = "new"
+    epoch: int = 0
+    step: int = 0
+    phase: str = "init"
+    q: dict[str, float] = Field(default_factory=dict)
+    activations: dict[str, int] = Field(default_factory=dict)
+    # C(i, j) for i < j, keyed "i|j" (skill names never contain '|').
+    synergy: dict[str, int] = Field(default_factory=dict)
+    optimizers: dict[str, OptimizerState] = Field(default_factory=dict)
+    # Every skill name ever used in this run: new skills get fresh slugs, never a reused one.
+    names_used: list[str] = Field(default_factory=list)
+    splits: dict[str, list[str]] = Field(default_factory=dict)
+    rng_state: Any = None
+    totals: Totals = Field(default_factory=Totals)
+    val_history: list[ScorePoint] = Field(default_factory=list)
+    checkpoint: str | None = None  # file name under checkpoints/ holding the current pool
+    pool_digest: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)  # policy-specific state (scheduler, gate)
+
+    def accepted_edits(self) -> int:
+        return sum(o.accepted for o in self.optimizers.values())
+
+    def rejected_edits(self) -> int:
+        return sum(o.rejected for o in self.optimizers.values())
+
+
+def synergy_key(a: str, b: str) -> str:
+    lo, hi = sorted((a, b))
+    return f"{lo}|{hi}"
+
+
+class SchemaTooNew(Exception):
+    def __init__(self, found: int) -> None:
+        super().__init__(
+            f"schema_version {found} is newer than this moscopt understands ({SCHEMA_VERSION}); "
+            "upgrade moscopt"
+        )
+        self.found = found
+
+
+def migrate(data: dict[str, Any], migrations: list[Migration] | None = None) -> dict[str, Any]:
+    """Apply the named migrations that take `data` to the current schema version."""
+    migrations = MIGRATIONS if migrations is None else migrations
+    current = len(migrations) + 1
+    version = int(data.get("schema_version", 1))
+    if version > current:
+        raise SchemaTooNew(version)
+    while version < current:
+        _name, step = migrations[version - 1]
+        data = step(dict(data))
+        version += 1
+        data["schema_version"] = version
+    return data

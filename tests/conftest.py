@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Point every user-level directory at a temp dir: tests never touch the real home."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("MOSCOPT_HOME", str(home / ".moscopt"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    return home
+
+
+@pytest.fixture
+def seed_dir() -> Path:
+    return REPO / "skills"
