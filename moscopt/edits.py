@@ -1,0 +1,242 @@
+"""Bounded text edits: the `Edit` value a proposer returns and the applier that matches anchors.
+
+An LLM proposes ``{"reasoning": str, "edits": [{"op": "add"|"delete"|"replace", "anchor": str,
+"content": str}]}``. `parse_proposal` turns that text into a `Proposal` (or raises
+`ProposalError`); `apply_edits` applies the edits in order to a skill *body* (front matter is
+never editable) and reports a status per edit. It never raises on a bad edit.
+
+Anchor matching: an anchor matches where it occurs exactly; failing that, where it occurs with
+whitespace runs collapsed (models often re-wrap lines). An anchor that occurs more than once is
+ambiguous and the edit is skipped: guessing would edit the wrong place.
+
+- ``add``: insert `content` after the anchor; when the anchor ends a line, as new line(s) below
+  it. An empty anchor appends at the end of the body.
+- ``delete``: remove the anchor text (the whole line(s) when the anchor spans whole lines).
+- ``replace``: put `content` in place of the anchor.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Op = Literal["add", "delete", "replace"]
+Status = Literal["applied", "skipped", "error"]
+OPS: tuple[str, ...] = ("add", "delete", "replace")
+
+MAX_CONTENT_CHARS = 4000
+MAX_ANCHOR_CHARS = 1000
+MAX_BODY_CHARS = 40_000
+MAX_REASONING_CHARS = 4000
+
+
+# JSON schema for structured output: bounded so that constrained decoding terminates.
+def proposal_schema(max_edits: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "reasoning": {"type": "string", "maxLength": 1200},
+            "edits": {
+                "type": "array",
+                "maxItems": max_edits,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "op": {"type": "string", "enum": list(OPS)},
+                        "anchor": {"type": "string", "maxLength": 300},
+                        "content": {"type": "string", "maxLength": 1200},
+                    },
+                    "required": ["op", "anchor", "content"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        "required": ["reasoning", "edits"],
+        "additionalProperties": False,
+    }
+
+
+@dataclass(frozen=True)
+class Edit:
+    op: str  # validated at apply time: an unknown op is an `error` status, not an exception
+    anchor: str = ""
+    content: str = ""
+
+    def summary(self, limit: int = 80) -> str:
+        def short(s: str) -> str:
+            s = " ".join(s.split())
+            return s if len(s) <= limit else s[: limit - 1] + "…"
+
+        if self.op == "add":
+            where = f"after '{short(self.anchor)}'" if self.anchor else "at end"
+            return f"add {where}: '{short(self.content)}'"
+        if self.op == "delete":
+            return f"delete '{short(self.anchor)}'"
+        return f"replace '{short(self.anchor)}' with '{short(self.content)}'"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    reasoning: str
+    edits: tuple[Edit, ...]
+    invalid: tuple[str, ...] = ()  # reasons for edits that could not even be read
+
+    def summary(self, limit: int = 200) -> str:
+        text = "; ".join(e.summary(60) for e in self.edits) or "(no edits)"
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ProposalError(ValueError):
+    """The model's output is not a usable proposal (not JSON, wrong shape)."""
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    edit: Edit
+    status: Status
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    text: str
+    outcomes: tuple[EditOutcome, ...] = field(default_factory=tuple)
+
+    @property
+    def applied(self) -> int:
+        return sum(o.status == "applied" for o in self.outcomes)
+
+    @property
+    def changed(self) -> bool:
+        return self.applied > 0
+
+
+def parse_proposal(raw: str | dict[str, Any]) -> Proposal:
+    """Parse a proposal from model output (a JSON object, optionally in a ```json fence)."""
+    data = raw if isinstance(raw, dict) else _load_json_object(raw)
+    reasoning = data.get("reasoning", "")
+    edits_raw = data.get("edits")
+    if not isinstance(reasoning, str):
+        raise ProposalError("'reasoning' must be a string")
+    if not isinstance(edits_raw, list):
+        raise ProposalError("'edits' must be a list")
+    edits: list[Edit] = []
+    invalid: list[str] = []
+    for i, item in enumerate(edits_raw):
+        if not isinstance(item, dict):
+            invalid.append(f"edit {i}: not an object")
+            continue
+        op, anchor, content = item.get("op"), item.get("anchor", ""), item.get("content", "")
+        if not isinstance(op, str) or not isinstance(anchor, str) or not isinstance(content, str):
+            invalid.append(f"edit {i}: op, anchor and content must be strings")
+            continue
+        edits.append(Edit(op=op.strip().lower(), anchor=anchor, content=content))
+    return Proposal(reasoning[:MAX_REASONING_CHARS], tuple(edits), tuple(invalid))
+
+
+def _load_json_object(text: str) -> dict[str, Any]:
+    stripped = text.strip()
+    fence = re.fullmatch(r"```(?:json)?\s*\n(.*)\n```", stripped, flags=re.DOTALL)
+    if fence:
+        stripped = fence.group(1).strip()
+    try:
+        data = json.loads(stripped)
+    except json.JSONDecodeError:
+        # Prose around one JSON object: take the first decodable object that starts at a '{'.
+        decoder = json.JSONDecoder()
+        for m in re.finditer(r"\{", stripped):
+            try:
+                data, _ = decoder.raw_decode(stripped, m.start())
+                break
+            except json.JSONDecodeError:
+                continue
+        else:
+            raise ProposalError("no JSON object found in the output") from None
+    if not isinstance(data, dict):
+        raise ProposalError("the output is JSON but not an object")
+    return data
+
+
+def apply_edits(
+    text: str, edits: tuple[Edit, ...] | list[Edit], max_edits: int | None = None
+) -> ApplyResult:
+    """Apply `edits` in order to `text`; each gets `applied`, `skipped` or `error`."""
+    outcomes: list[EditOutcome] = []
+    for i, edit in enumerate(edits):
+        if max_edits is not None and i >= max_edits:
+            outcomes.append(EditOutcome(edit, "skipped", f"over the edit budget of {max_edits}"))
+            continue
+        try:
+            text, outcome = _apply_one(text, edit)
+        except Exception as e:  # never crash on a bad edit
+            outcome = EditOutcome(edit, "error", f"{type(e).__name__}: {e}")
+        outcomes.append(outcome)
+    return ApplyResult(text, tuple(outcomes))
+
+
+def _apply_one(text: str, edit: Edit) -> tuple[str, EditOutcome]:
+    if edit.op not in OPS:
+        return text, EditOutcome(
+            edit, "error", f"unknown op '{edit.op}' (use add, delete or replace)"
+        )
+    if len(edit.content) > MAX_CONTENT_CHARS or len(edit.anchor) > MAX_ANCHOR_CHARS:
+        return text, EditOutcome(edit, "error", "anchor or content too long")
+    if edit.op != "add" and not edit.anchor.strip():
+        return text, EditOutcome(edit, "error", f"'{edit.op}' needs a non-empty anchor")
+    if edit.op != "delete" and not edit.content.strip():
+        return text, EditOutcome(edit, "error", f"'{edit.op}' needs non-empty content")
+
+    if edit.op == "add" and not edit.anchor.strip():
+        base = text.rstrip("\n")
+        new = f"{base}\n\n{edit.content.strip(chr(10))}\n" if base else edit.content
+        return _bounded(text, new, edit)
+
+    spans = find_anchor(text, edit.anchor)
+    if not spans:
+        return text, EditOutcome(edit, "skipped", "anchor not found")
+    if len(spans) > 1:
+        return text, EditOutcome(edit, "skipped", f"anchor is ambiguous ({len(spans)} matches)")
+    start, end = spans[0]
+    if edit.op == "replace":
+        new = text[:start] + edit.content + text[end:]
+    elif edit.op == "delete":
+        line_start = start == 0 or text[start - 1] == "\n"
+        line_end = end == len(text) or text[end] == "\n"
+        if line_start and line_end and end < len(text):
+            end += 1  # remove the whole line(s), newline included
+        new = text[:start] + text[end:]
+    else:  # add
+        if end == len(text) or text[end] == "\n":
+            content = edit.content.strip("\n")
+            new = text[:end] + "\n" + content + text[end:]
+        else:
+            new = text[:end] + edit.content + text[end:]
+    return _bounded(text, new, edit)
+
+
+def _bounded(old: str, new: str, edit: Edit) -> tuple[str, EditOutcome]:
+    if len(new) > MAX_BODY_CHARS:
+        return old, EditOutcome(edit, "error", f"the text would exceed {MAX_BODY_CHARS} characters")
+    if new == old:
+        return old, EditOutcome(edit, "skipped", "no change")
+    return new, EditOutcome(edit, "applied")
+
+
+def find_anchor(text: str, anchor: str) -> list[tuple[int, int]]:
+    """Spans of `anchor` in `text`: exact matches, else whitespace-insensitive matches."""
+    if not anchor:
+        return []
+    spans = [(m.start(), m.start() + len(anchor)) for m in _overlapping(text, anchor)]
+    if spans:
+        return spans
+    words = anchor.split()
+    if not words:
+        return []
+    pattern = r"\s+".join(re.escape(w) for w in words)
+    return [(m.start(), m.end()) for m in re.finditer(pattern, text)]
+
+
+def _overlapping(text: str, needle: str) -> list[re.Match[str]]:
+    return list(re.finditer(f"(?={re.escape(needle)})", text))
