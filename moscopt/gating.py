@@ -1,0 +1,119 @@
+"""The gate's input (the skill summary table) and output (``ACTIVATE: id1, id2, ...``).
+
+`parse_activation` is strict: the answer must name exactly K distinct skills of the pool. Anything
+else is a `GateParseError` with the reason, which the caller handles by policy (`fallback_top_k`:
+the top K by Q-score, preferring skills with at least c_min activations) and feeds back to the
+gate's optimizer.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from moscopt.skills import Pool
+
+_ACTIVATE_RE = re.compile(r"^\W*activate\W*:\s*(.*)$", re.IGNORECASE)
+_ID_STRIP = " \t`'\"*[](){}<>.;"
+MAX_SCANNED_CHARS = 20_000  # a 100 KB answer is scanned from its end only
+
+
+class GateParseError(ValueError):
+    """The gate's answer is not exactly K valid, distinct skill ids."""
+
+
+@dataclass(frozen=True)
+class Activation:
+    skills: tuple[str, ...]
+    source: str  # "gate", "fallback", "random", "all", "single"
+    error: str | None = None  # why the gate's answer was not used (fallback only)
+
+
+def parse_activation(text: str, valid: Sequence[str], k: int) -> tuple[str, ...]:
+    """The K ids on the last ``ACTIVATE:`` line of `text`; raise `GateParseError` otherwise."""
+    tail = text[-MAX_SCANNED_CHARS:]
+    line = None
+    for raw in reversed(tail.splitlines()):
+        m = _ACTIVATE_RE.match(raw.strip())
+        if m:
+            line = m.group(1)
+            break
+    if line is None:
+        raise GateParseError("no line of the form 'ACTIVATE: id1, id2, ...'")
+    by_lower = {v.lower(): v for v in valid}
+    ids = [p.strip(_ID_STRIP) for p in re.split(r"[,\s]+", line) if p.strip(_ID_STRIP)]
+    unknown = [i for i in ids if i.lower() not in by_lower]
+    if unknown:
+        raise GateParseError(f"unknown skill id(s): {', '.join(unknown[:5])}")
+    chosen = [by_lower[i.lower()] for i in ids]
+    if len(set(chosen)) != len(chosen):
+        raise GateParseError("duplicate skill ids")
+    if len(chosen) != k:
+        raise GateParseError(f"expected exactly {k} ids, got {len(chosen)}")
+    return tuple(chosen)
+
+
+def fallback_top_k(
+    names: Sequence[str], q: Mapping[str, float], activations: Mapping[str, int], k: int, c_min: int
+) -> tuple[str, ...]:
+    """Top K by Q-score; ranked skills (≥ c_min activations) first, then by name for ties."""
+
+    def key(name: str) -> tuple[int, float, str]:
+        ranked = activations.get(name, 0) >= c_min
+        return (0 if ranked else 1, -q.get(name, 0.0), name)
+
+    return tuple(sorted(names, key=key)[:k])
+
+
+def random_k(names: Sequence[str], k: int, rng: random.Random) -> tuple[str, ...]:
+    """The random-gate ablation."""
+    return tuple(sorted(rng.sample(list(names), k)))
+
+
+def summary_table(
+    pool: Pool,
+    *,
+    q: Mapping[str, float] | None = None,
+    activations: Mapping[str, int] | None = None,
+) -> str:
+    """The Markdown table the gate reads; with `q`, also the recent score and activation count."""
+    if q is None:
+        rows = ["| id | description |", "|---|---|"]
+        rows += [f"| {s.name} | {_cell(s.description)} |" for s in pool]
+    else:
+        acts = activations or {}
+        rows = ["| id | description | recent score | activations |", "|---|---|---|---|"]
+        for s in pool:
+            score = f"{q[s.name]:.2f}" if s.name in q else "n/a"
+            rows.append(f"| {s.name} | {_cell(s.description)} | {score} | {acts.get(s.name, 0)} |")
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "/")
+
+
+class ParseFailureMonitor:
+    """Tracks gate parse failures per optimization step; says when to restore the last good gate.
+
+    The gate is rebuilt when the failure rate exceeds `threshold` in each of the last `window`
+    consecutive steps.
+    """
+
+    def __init__(self, threshold: float, window: int, history: list[float] | None = None) -> None:
+        self.threshold = threshold
+        self.window = window
+        self.history: list[float] = list(history or [])
+
+    def record_step(self, failures: int, calls: int) -> bool:
+        """Record one step's counts; True if the gate should be restored now."""
+        if calls == 0:
+            return False
+        self.history.append(failures / calls)
+        self.history = self.history[-self.window :]
+        if len(self.history) == self.window and all(r > self.threshold for r in self.history):
+            self.history.clear()
+            return True
+        return False
