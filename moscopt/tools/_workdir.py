@@ -1,0 +1,88 @@
+"""The per-run temporary directory of the sandbox: created fresh, always removed.
+
+Layout (``base`` is private to the launching user, except that the sandbox uid may traverse it)::
+
+    base/            0711, launching user
+      main.py        the code, 0600: read by the bootstrap before it drops privileges
+      stdin          the data for the child's standard input, 0600 (opened by the parent)
+      work/          the child's working directory, HOME and TMPDIR, owned by the sandbox uid
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+
+@dataclass(frozen=True)
+class RunDirs:
+    base: Path
+    work: Path
+    code: Path
+    stdin: Path
+
+
+def _safe_relative(name: str) -> PurePosixPath:
+    rel = PurePosixPath(name)
+    if not name or rel.is_absolute() or ".." in rel.parts or rel.parts in ((), (".",)):
+        raise ValueError(f"sandbox file name must be a relative path inside the work dir: {name!r}")
+    return rel
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with open(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+@contextlib.contextmanager
+def run_dirs(
+    code: str, stdin: str, files: Mapping[str, str] | None, owner: tuple[int, int] | None
+) -> Iterator[RunDirs]:
+    """Create the run's directories (files written, ownership set) and remove them afterwards.
+
+    Raises ValueError for a file name that is absolute or climbs out with ``..``.
+    """
+    relatives = {name: _safe_relative(name) for name in files or {}}
+    base = Path(tempfile.mkdtemp(prefix="moscopt-sandbox-"))
+    try:
+        dirs = RunDirs(base, base / "work", base / "main.py", base / "stdin")
+        _write_private(dirs.code, code)
+        _write_private(dirs.stdin, stdin)
+        dirs.work.mkdir(mode=0o700)
+        for name, rel in relatives.items():
+            target = dirs.work.joinpath(*rel.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text((files or {})[name], encoding="utf-8")
+        if owner is not None:
+            os.chmod(base, 0o711)
+            for path in [dirs.work, *dirs.work.rglob("*")]:
+                os.chown(path, *owner, follow_symlinks=False)
+        yield dirs
+    finally:
+        remove_tree(base)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` even if the sandboxed code made parts of it unreadable or unwritable."""
+
+    def make_writable_and_retry(func: object, failed: str, _exc: object) -> None:
+        # Restore owner rights on the failing entry and its parent, then retry once.
+        for target in (os.path.dirname(failed), failed):
+            with contextlib.suppress(OSError):
+                mode = os.lstat(target).st_mode
+                if not stat.S_ISLNK(mode):
+                    os.chmod(target, stat.S_IMODE(mode) | stat.S_IRWXU)
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                shutil.rmtree(failed, ignore_errors=True)
+            else:
+                os.unlink(failed)
+
+    shutil.rmtree(path, onerror=make_writable_and_retry)

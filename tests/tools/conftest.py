@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def sandbox_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private temp root for the sandbox's run dirs, so a test can check they are removed.
+
+    It sits in the system temp dir and is traversable (0711) because, as root, the sandboxed
+    code runs under another uid that must reach its work dir.
+    """
+    root = Path(tempfile.mkdtemp(prefix="moscopt-test-sandbox-"))
+    os.chmod(root, 0o711)
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def child_pids() -> set[int]:
+    """Processes (zombies included) whose parent is this test process."""
+    pids: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        with open(task / "children") as handle:
+            pids.update(int(pid) for pid in handle.read().split())
+    return pids
+
+
+@pytest.fixture
+def no_leftover_processes() -> Iterator[None]:
+    """Fail the test if it leaves a child process (running or zombie) of this process behind."""
+    before = child_pids()
+    yield
+    assert child_pids() - before == set()
