@@ -11,9 +11,13 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from moscopt.skills import Pool
+
+if TYPE_CHECKING:
+    from moscopt.lm.base import LM, Message
 
 _ACTIVATE_RE = re.compile(r"^\W*activate\W*:\s*(.*)$", re.IGNORECASE)
 _ID_STRIP = " \t`'\"*[](){}<>.;"
@@ -27,8 +31,9 @@ class GateParseError(ValueError):
 @dataclass(frozen=True)
 class Activation:
     skills: tuple[str, ...]
-    source: str  # "gate", "fallback", "random", "all", "single"
+    source: str  # "gate", "fallback", "random", "all", "single", "none", "static"
     error: str | None = None  # why the gate's answer was not used (fallback only)
+    usage: Any = None  # the gate's `Completion`, if a call was made (for accounting)
 
 
 def parse_activation(text: str, valid: Sequence[str], k: int) -> tuple[str, ...]:
@@ -117,3 +122,88 @@ class ParseFailureMonitor:
             self.history.clear()
             return True
         return False
+
+
+# -- routers: the seam that chooses the skills for a task ------------------------------------
+
+
+class Router(Protocol):
+    """Chooses the skills for a task. `select` never raises for bad model output: it falls back
+    (and says so in `Activation.error`); it may raise `LMFatalError` (the run must stop)."""
+
+    async def select(self, task_text: str, *, sample: int = 0) -> Activation: ...
+
+
+@dataclass
+class GateStats:
+    """What the gate may see besides descriptions (from `enrich_epoch` on) and uses to fall back."""
+
+    q: Mapping[str, float] = field(default_factory=dict)
+    activations: Mapping[str, int] = field(default_factory=dict)
+    enriched: bool = False
+    c_min: int = 5
+
+
+class LLMGate:
+    """MOSCOPT's textual gate: the gating skill reads the task and the summary table."""
+
+    def __init__(self, lm: LM, pool: Pool, k: int, stats: GateStats | None = None) -> None:
+        if pool.gate is None:
+            raise ValueError("the pool has no gating skill")
+        self.lm, self.pool, self.k = lm, pool, k
+        self.stats = stats or GateStats()
+
+    def messages(self, task_text: str) -> list[Message]:
+        from moscopt.prompting import render
+
+        s = self.stats
+        table = summary_table(
+            self.pool, q=dict(s.q) if s.enriched else None, activations=s.activations
+        )
+        assert self.pool.gate is not None
+        return [
+            {"role": "system", "content": self.pool.gate.body},
+            {"role": "user", "content": render("gate_user", task=task_text, k=self.k, table=table)},
+        ]
+
+    async def select(self, task_text: str, *, sample: int = 0) -> Activation:
+        from moscopt.lm.errors import LMError, LMFatalError
+
+        completion = None
+        try:
+            completion = await self.lm.acomplete(
+                self.messages(task_text), sample=sample, purpose="gate", max_tokens=64 + 24 * self.k
+            )
+            return Activation(
+                parse_activation(completion.text, self.pool.names, self.k), "gate", usage=completion
+            )
+        except LMFatalError:
+            raise
+        except (GateParseError, LMError) as e:  # fall back by policy; the caller logs `error`
+            error = str(e)[:300]
+        s = self.stats
+        fallback = fallback_top_k(self.pool.names, s.q, s.activations, self.k, s.c_min)
+        return Activation(fallback, "fallback", error=error, usage=completion)
+
+
+class RandomGate:
+    """The random-gate ablation; the choice depends only on (seed, task, sample)."""
+
+    def __init__(self, pool: Pool, k: int, seed: int) -> None:
+        self.pool, self.k, self.seed = pool, k, seed
+
+    async def select(self, task_text: str, *, sample: int = 0) -> Activation:
+        import hashlib
+
+        digest = hashlib.sha256(f"{self.seed}\0{sample}\0{task_text}".encode()).hexdigest()
+        return Activation(random_k(self.pool.names, self.k, random.Random(digest)), "random")
+
+
+class FixedSkills:
+    """Always the same skills: K = N ("all"), single-skill mode ("single") or none ("none")."""
+
+    def __init__(self, names: Sequence[str], source: str) -> None:
+        self.names, self.source = tuple(names), source
+
+    async def select(self, task_text: str, *, sample: int = 0) -> Activation:
+        return Activation(self.names, self.source)

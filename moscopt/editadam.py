@@ -1,0 +1,247 @@
+"""EditAdam: the text optimizer of one skill (or of the gate).
+
+One step is reflect -> propose -> apply; validating and accepting is the trainer's job
+(`step = update(propose())`). The optimizer's textual state lives in `OptimizerState`:
+
+- the step buffer: this epoch's failure analyses (cleared at each epoch);
+- the rejection buffer: this epoch's rejected edits with their scores (FIFO, capacity R);
+- the long-term memory: lessons condensed from each epoch's accepted and rejected edits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from moscopt.config import OptimizerConfig
+from moscopt.edits import ApplyResult, Proposal, ProposalError, apply_edits, parse_proposal
+from moscopt.edits import proposal_schema as _schema
+from moscopt.harness import Rollout
+from moscopt.lm.base import LM
+from moscopt.lm.errors import LMFatalError, LMOutputError, LMRequestError
+from moscopt.prompting import render
+from moscopt.schedule import clamp
+from moscopt.skills import Skill
+from moscopt.state import OptimizerState, RejectionRecord
+
+NONE = "(none)"
+TASK_CHARS, RESPONSE_CHARS, GOLD_CHARS = 1200, 1500, 200
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A proposed new version of a skill, with what happened to each edit."""
+
+    skill: Skill
+    proposal: Proposal
+    applied: ApplyResult
+
+    @property
+    def changed(self) -> bool:
+        return self.applied.changed and self.skill.body != ""
+
+
+def skill_text(skill: Skill) -> str:
+    return skill.dumps()
+
+
+def format_trajectories(rollouts: Sequence[Rollout], gold: dict[str, str]) -> str:
+    parts = []
+    for i, r in enumerate(rollouts, 1):
+        task = next((m["content"] for m in r.messages if m["role"] == "user"), "")
+        outcome = "CORRECT" if r.success else f"WRONG (reward {r.reward:.2f})"
+        tools = [m["content"] for m in r.messages[2:] if m["role"] == "user"]
+        parts.append(
+            "\n".join(
+                [
+                    f"### Trajectory {i}: {outcome}",
+                    f"Skills active: {', '.join(r.skills) or NONE}",
+                    f"Task:\n{_cut(task, TASK_CHARS)}",
+                    *([f"Tool outputs: {len(tools)}"] if tools else []),
+                    f"Agent's final reply:\n{_cut(r.response, RESPONSE_CHARS)}",
+                    f"Extracted answer: {r.answer if r.answer is not None else '(none found)'}",
+                    f"Expected answer: {_cut(gold.get(r.task_id, '?'), GOLD_CHARS)}",
+                    *([f"Error: {r.error}"] if r.error else []),
+                ]
+            )
+        )
+    return "\n\n".join(parts) or NONE
+
+
+def format_rejections(records: Sequence[RejectionRecord]) -> str:
+    lines = []
+    for rec in records:
+        scores = f"score {rec.score_before:.3f} -> {rec.score_after:.3f}"
+        line = f"- step {rec.step}: {scores}: {rec.summary}"
+        if rec.failure_patterns:
+            line += f" (addressing: {'; '.join(rec.failure_patterns)})"
+        lines.append(line)
+    return "\n".join(lines) or NONE
+
+
+def bullets(items: Sequence[str]) -> str:
+    return "\n\n".join(items) or NONE
+
+
+def failure_patterns(analysis: str, limit: int = 3) -> list[str]:
+    """The first bullets of an analysis, shortened: what a rejected edit was trying to fix."""
+    found = []
+    for line in analysis.splitlines():
+        text = line.strip().lstrip("-*•0123456789.) ").strip()
+        if text:
+            found.append(_cut(text, 100))
+        if len(found) == limit:
+            break
+    return found
+
+
+class EditAdam:
+    """Reflect, propose and apply for one target; stateless apart from the `OptimizerState`."""
+
+    def __init__(self, lm: LM, config: OptimizerConfig, *, kind: str = "skill") -> None:
+        self.lm = lm
+        self.config = config
+        self.kind = kind  # "skill" or "gate": selects the prompts
+
+    async def reflect(
+        self, target: Skill, evidence: str, state: OptimizerState, *, k: int = 0, table: str = ""
+    ) -> str | None:
+        """Write a failure analysis and add it to the step buffer; None if the LM refused."""
+        if self.kind == "gate":
+            prompt = render(
+                "reflect_gate",
+                gate=skill_text(target),
+                k=k,
+                table=table,
+                cases=evidence,
+                step_buffer=bullets(state.step_buffer),
+            )
+        else:
+            prompt = render(
+                "reflect",
+                skill=skill_text(target),
+                trajectories=evidence,
+                step_buffer=bullets(state.step_buffer),
+            )
+        try:
+            completion = await self.lm.acomplete(
+                [{"role": "user", "content": prompt}],
+                purpose=f"reflect-{self.kind}",
+                max_tokens=400,
+            )
+        except LMFatalError:
+            raise
+        except LMRequestError:
+            return None
+        analysis = completion.text.strip()
+        if analysis:
+            state.step_buffer.append(_cut(analysis, 1500))
+        return analysis or None
+
+    async def propose(
+        self, target: Skill, state: OptimizerState, *, scores: str, max_edits: int
+    ) -> Proposal:
+        """Ask for at most `max_edits` edits; raises `ProposalError` for unusable output."""
+        rejections = format_rejections(
+            state.rejection_buffer if self.config.rejection_buffer else []
+        )
+        memory = "\n".join(state.long_term_memory) if self.config.long_term_memory else ""
+        name = "propose_gate" if self.kind == "gate" else "propose"
+        values = {
+            ("gate" if self.kind == "gate" else "skill"): skill_text(target),
+            "analyses": bullets(state.step_buffer[-self.config.merge_batch :]),
+            "rejections": rejections,
+            "memory": memory or NONE,
+            "max_edits": max_edits,
+            "scores": scores,
+        }
+        try:
+            completion = await self.lm.acomplete(
+                [{"role": "user", "content": render(name, **values)}],
+                schema=_schema(max_edits),
+                purpose=f"propose-{self.kind}",
+            )
+        except LMOutputError as e:
+            return parse_proposal(e.text)  # the typed error carries the raw text: try it strictly
+        except LMRequestError as e:
+            raise ProposalError(f"the model refused the request: {e}") from None
+        if isinstance(completion.data, dict):
+            return parse_proposal(completion.data)
+        return parse_proposal(completion.text)
+
+    def apply(self, target: Skill, proposal: Proposal, max_edits: int) -> Candidate:
+        result = apply_edits(target.body, proposal.edits, max_edits=max_edits)
+        return Candidate(target.with_body(result.text), proposal, result)
+
+    def reject(
+        self,
+        state: OptimizerState,
+        *,
+        step: int,
+        before: float,
+        after: float,
+        summary: str,
+    ) -> None:
+        """Record a rejected edit in the FIFO rejection buffer (capacity R)."""
+        state.rejected += 1
+        if not self.config.rejection_buffer or self.config.rejection_capacity == 0:
+            return
+        patterns = failure_patterns(state.step_buffer[-1]) if state.step_buffer else []
+        state.rejection_buffer.append(
+            RejectionRecord(
+                step=step,
+                score_before=before,
+                score_after=after,
+                summary=_cut(summary, self.config.summary_chars),
+                failure_patterns=patterns,
+            )
+        )
+        del state.rejection_buffer[: -self.config.rejection_capacity]
+
+    async def condense_memory(
+        self, target_name: str, state: OptimizerState, accepted: Sequence[str]
+    ) -> None:
+        """Fold this epoch's accepted and rejected edits into the long-term memory."""
+        if not self.config.long_term_memory or not (accepted or state.rejection_buffer):
+            return
+        prompt = render(
+            "memory",
+            target=target_name,
+            memory="\n".join(state.long_term_memory) or NONE,
+            accepted="\n".join(f"- {a}" for a in accepted) or NONE,
+            rejected=format_rejections(state.rejection_buffer),
+        )
+        try:
+            completion = await self.lm.acomplete(
+                [{"role": "user", "content": prompt}], purpose="memory", max_tokens=300
+            )
+        except LMFatalError:
+            raise
+        except LMRequestError:
+            return
+        lessons = [ln.strip() for ln in completion.text.splitlines() if ln.strip().startswith("-")]
+        if lessons:
+            state.long_term_memory = [_cut(ln, 300) for ln in lessons[:6]]
+
+    async def choose_budget(self, hard: float, soft: float, history: str) -> int:
+        """The autonomous schedule: the LLM picks L in [L_min, L_max]."""
+        lo, hi = self.config.l_min, self.config.l_max
+        prompt = render(
+            "budget", hard=f"{hard:.3f}", soft=f"{soft:.3f}", l_min=lo, l_max=hi, history=history
+        )
+        try:
+            completion = await self.lm.acomplete(
+                [{"role": "user", "content": prompt}], purpose="budget", max_tokens=16
+            )
+        except LMFatalError:
+            raise
+        except LMRequestError:
+            return hi
+        m = re.search(r"L\s*[:=]\s*(\d+)", completion.text) or re.search(r"\d+", completion.text)
+        return clamp(int(m.group(1) if m.groups() else m.group(0)), hi, lo) if m else hi
+
+
+def _cut(text: str, limit: int) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
