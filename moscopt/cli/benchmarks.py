@@ -14,23 +14,20 @@ def benchmarks_cmd(
     """List the built-in benchmarks and where their data comes from."""
     import json
 
-    import yaml
+    from moscopt.benchmarks import list_benchmarks
 
-    from moscopt.resources import benchmark_specs_dir
-
-    rows = []
-    for path in sorted(benchmark_specs_dir().glob("*.yaml")):
-        spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        rows.append(
-            {
-                "name": spec.get("name", path.stem),
-                "description": spec.get("description", ""),
-            }
-        )
+    rows = [b.summary() for b in list_benchmarks()]
     if json_out:
         typer.echo(json.dumps(rows, indent=2))
         return
     if not rows:
         typer.echo("no benchmarks registered")
     for r in rows:
-        typer.echo(f"{r['name']:<16} {r['description']}")
+        sizes = "/".join(str(r["splits"][k]) for k in ("train", "val", "test"))
+        if r["generated"]:
+            source = "generated (no download)"
+        else:
+            hub = ", ".join(f"{h['path']}@{h['revision'][:7]}" for h in r["hub"])
+            source = f"local {', '.join(r['local_files'])}; hub {hub}"
+        typer.echo(f"{r['name']:<13} {r['description']}")
+        typer.echo(f"{'':<13} grader {r['grader']}, splits {sizes}, {source}")

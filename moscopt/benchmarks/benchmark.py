@@ -1,0 +1,137 @@
+"""`Benchmark`: a loaded spec that produces split tasks and grades responses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from moscopt.benchmarks.spec import BenchmarkSpec
+from moscopt.benchmarks.tasks import Grade, Splits, Task
+
+if TYPE_CHECKING:
+    from moscopt.benchmarks.graders import GradeFn
+    from moscopt.config import DataConfig
+
+
+class Benchmark:
+    """One benchmark: where its tasks come from, how they are split and graded.
+
+    `load` reads or generates the tasks (raising `UserError` on unusable input); `grade`
+    never raises: a grader failure comes back as a `Grade` with `error` set and reward 0.
+    """
+
+    def __init__(self, spec: BenchmarkSpec, *, spec_path: Path | None = None) -> None:
+        self.spec = spec
+        self.spec_path = spec_path
+        self.name = spec.name
+        self.description = spec.description
+        self.answer_instructions = spec.answer_instructions
+        self.tools: list[str] = list(spec.tools)
+        self._grader: GradeFn | None = None
+
+    def __repr__(self) -> str:
+        return f"Benchmark({self.name!r})"
+
+    # --- data ------------------------------------------------------------------------------
+
+    def tasks(self, *, data: str | Path | None = None, count: int | None = None) -> list[Task]:
+        """Every task of the source, unsplit (`count` sizes a generated benchmark)."""
+        if self.spec.source.generator == "offline":
+            return self._offline_tasks(count or sum(self.spec.splits.sizes().values()))
+        from moscopt.benchmarks.loaders import load_rows
+        from moscopt.benchmarks.records import build_task
+
+        return [build_task(self.spec, row) for row in load_rows(self.spec, data)]
+
+    def load(
+        self,
+        *,
+        data: str | Path | None = None,
+        limit: int | None = None,
+        sizes: Mapping[str, int] | None = None,
+        seed: int | None = None,
+    ) -> Splits:
+        """Train/val/test tasks: spec sizes (overridden by `sizes`), first `limit` of each.
+
+        Data: `data` (a file or a folder laid out like `shared/data`), else
+        `$MOSCOPT_DATA_DIR`, else the Hugging Face hub at the spec's pinned revision. A
+        generated benchmark ignores them.
+        """
+        from moscopt.benchmarks.splits import split_tasks
+
+        wanted = {**self.spec.splits.sizes(), **(sizes or {})}
+        split_seed = self.spec.splits.seed if seed is None else seed
+        tasks = self.tasks(data=data, count=sum(wanted.values()))
+        self._ensure_grader()  # a broken custom grader is reported before any run
+        source = str(data) if data is not None else self.name
+        return split_tasks(tasks, wanted, split_seed, source=source, limit=limit)
+
+    def load_config(self, config: DataConfig) -> Splits:
+        """`load` with the `data` section of a moscopt config."""
+        return self.load(
+            data=config.path,
+            limit=config.limit,
+            sizes={str(k): v for k, v in (config.split_sizes or {}).items()},
+            seed=config.split_seed,
+        )
+
+    def _offline_tasks(self, count: int) -> list[Task]:
+        from moscopt.benchmarks.offline import generate_items
+
+        tasks = []
+        for item in generate_items(count, self.spec.splits.seed):
+            prompt = self.spec.prompt_template.format(
+                question=item.question,
+                answer_instructions=self.answer_instructions,
+                family=item.family,
+                choices="",
+                tests="",
+            ).strip()
+            tasks.append(Task(item.id, self.name, prompt, item.answer, {"family": item.family}))
+        return tasks
+
+    # --- grading ---------------------------------------------------------------------------
+
+    def _ensure_grader(self) -> GradeFn:
+        if self._grader is None:
+            from moscopt.benchmarks.graders import make_grader
+
+            self._grader = make_grader(self.spec)
+        return self._grader
+
+    def grade(self, task: Task, response: str) -> Grade:
+        """Extract the answer from `response` and score it; never raises."""
+        try:
+            grade = self._ensure_grader()(task, response if isinstance(response, str) else "")
+            if not isinstance(grade, Grade):
+                return Grade.failed(f"grader returned {type(grade).__name__}, not a Grade")
+            return grade
+        except Exception as e:  # a grader bug must cost one task, not the run
+            message = str(e).splitlines()[0] if str(e) else ""
+            return Grade.failed(f"{type(e).__name__}: {message}"[:300])
+
+    # --- description -----------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """Where the data comes from and how it is used (for `moscopt benchmarks`)."""
+        src = self.spec.source
+        return {
+            "name": self.name,
+            "description": self.description,
+            "grader": self.spec.grader,
+            "tools": self.tools,
+            "splits": self.spec.splits.sizes(),
+            "seed": self.spec.splits.seed,
+            "local_files": list(src.local.files) if src.local else [],
+            "hub": [
+                {
+                    "path": h.path,
+                    "configs": len(h.configs),
+                    "split": h.split,
+                    "revision": h.revision,
+                }
+                for h in src.hub
+            ],
+            "generated": src.generator is not None,
+        }

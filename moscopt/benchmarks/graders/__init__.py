@@ -1,0 +1,48 @@
+"""Graders: `(task, response) -> Grade`, one module per kind, picked by the spec's `grader`.
+
+Contract: a grader returns a `Grade` with reward in [0, 1]. It may raise; `Benchmark.grade`
+turns any exception into `Grade.failed(...)` (reward 0, error set) so that a run never crashes
+on a grader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from moscopt.benchmarks.spec import BenchmarkSpec
+from moscopt.benchmarks.tasks import Grade, Task
+
+GradeFn = Callable[[Task, str], Grade]
+
+
+def make_grader(spec: BenchmarkSpec) -> GradeFn:
+    """The grading function for `spec` (custom entry points are imported here)."""
+    kind = spec.grader
+    if kind == "math":
+        from moscopt.benchmarks.graders.math import grade_math
+
+        return grade_math
+    if kind == "numeric":
+        from moscopt.benchmarks.graders.exact import grade_numeric
+
+        return grade_numeric
+    if kind == "exact":
+        from moscopt.benchmarks.graders.exact import grade_exact
+
+        return grade_exact
+    if kind == "choice":
+        from moscopt.benchmarks.graders.choice import make_choice_grader
+
+        return make_choice_grader(spec.choice_letters)
+    if kind == "code":
+        from moscopt.benchmarks.graders.code import make_code_grader
+
+        return make_code_grader(spec.code_timeout)
+    if kind == "ifeval":
+        from moscopt.benchmarks.graders.ifeval import make_ifeval_grader
+
+        return make_ifeval_grader(all_or_nothing=spec.scoring == "all")
+    from moscopt.benchmarks.graders.custom import load_custom_grader
+
+    assert spec.grader_entry is not None
+    return load_custom_grader(spec.grader_entry)
