@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -108,11 +108,6 @@ class LLMConfig(_Section):
     cache: bool = True
     max_calls: int | None = Field(None, ge=1)
     max_cost: float | None = Field(None, gt=0.0)
-    backoff_base: float = Field(0.5, ge=0.0, description="seconds before the first retry")
-    backoff_max: float = Field(30.0, ge=0.0, description="longest wait between retries")
-    # `auto`: OpenAI-compatible endpoints (openai/ and hosted_vllm/ at an api_base) are called
-    # directly over HTTP, everything else through litellm; `litellm`: always through litellm.
-    transport: Literal["auto", "litellm"] = "auto"
 
 
 class AgentConfig(_Section):
@@ -123,9 +118,6 @@ class AgentConfig(_Section):
 class DataConfig(_Section):
     path: str | None = None
     limit: int | None = Field(None, ge=1)
-    # Override the benchmark spec's split sizes (e.g. {train: 40, val: 10}) and split seed.
-    split_sizes: dict[Literal["train", "val", "test"], Annotated[int, Field(ge=0)]] | None = None
-    split_seed: int | None = None
 
 
 class Config(_Section):
