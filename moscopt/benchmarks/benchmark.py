@@ -68,12 +68,17 @@ class Benchmark:
         return split_tasks(tasks, wanted, split_seed, source=source, limit=limit)
 
     def load_config(self, config: DataConfig) -> Splits:
-        """`load` with the `data` section of a moscopt config."""
+        """`load` with the `data` section of a moscopt config.
+
+        `split_sizes` / `split_seed` are read when the config defines them (a mapping of split
+        name to size, and an int), so that adding them to `DataConfig` needs no change here.
+        """
+        sizes = getattr(config, "split_sizes", None)
         return self.load(
             data=config.path,
             limit=config.limit,
-            sizes={str(k): v for k, v in (config.split_sizes or {}).items()},
-            seed=config.split_seed,
+            sizes={str(k): int(v) for k, v in sizes.items()} if sizes else None,
+            seed=getattr(config, "split_seed", None),
         )
 
     def _offline_tasks(self, count: int) -> list[Task]:

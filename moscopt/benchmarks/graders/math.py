@@ -7,6 +7,7 @@ instead. Long answers are refused before parsing, since sympy time grows with th
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -43,8 +44,25 @@ def _plain(s: str) -> str:
     return "".join(s.split())
 
 
+class _DropTimeoutWarning(logging.Filter):
+    """math-verify warns once that its timeout is off; moscopt bounds the time itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Timeout is disabled")
+
+
+def _quiet_timeout_warning() -> None:
+    for name in ("math_verify.grader", "math_verify.parser"):
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _DropTimeoutWarning) for f in log.filters):
+            log.addFilter(_DropTimeoutWarning())
+
+
 def _verify(gold: str, answer: str, timeout: int | None) -> bool:
     from math_verify import parse, verify
+
+    if timeout is None:
+        _quiet_timeout_warning()
 
     gold_parsed = parse(f"${gold}$", parsing_timeout=timeout)
     pred_parsed = parse(f"${answer}$", parsing_timeout=timeout)
