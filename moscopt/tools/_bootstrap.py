@@ -59,7 +59,7 @@ class SandboxViolation(PermissionError):
 def _report(status_fd: int, key: str, value: str) -> None:
     escaped = value.replace("\\", "\\\\").replace("\n", "\\n")
     try:  # noqa: SIM105 - contextlib would cost an import at every start
-        os.write(status_fd, f"{key}\t{escaped}\n".encode())
+        os.write(status_fd, f"{key}\t{escaped}\n".encode("utf-8", "backslashreplace"))
     except OSError:
         pass
 

@@ -134,7 +134,8 @@ def watch(
 def _parse_status(raw: bytes) -> list[tuple[str, str]]:
     """``KEY<TAB>VALUE`` lines (see `moscopt.tools._bootstrap`), in order; bad lines skipped."""
     messages: list[tuple[str, str]] = []
-    for line in raw.decode("utf-8", errors="replace").splitlines():
+    # split("\n"), not splitlines(): the values may contain \r, \x1e, \u2028 and the like.
+    for line in raw.decode("utf-8", errors="replace").split("\n"):
         key, tab, value = line.partition("\t")
         if tab:
             messages.append((key, _unescape(value)))

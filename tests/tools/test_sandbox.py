@@ -85,9 +85,7 @@ def test_benchmark_style_code_runs_with_the_stdlib() -> None:
     )
     result = run_python(code)
     assert result.stderr == ""
-    assert result.stdout == (
-        "10 [1, 2] d41d8c 2 ('a', 'b') P(x=1) b'\\xe9' ['1', '22']\n"
-    )
+    assert result.stdout == ("10 [1, 2] d41d8c 2 ('a', 'b') P(x=1) b'\\xe9' ['1', '22']\n")
 
 
 def test_unicode_output_round_trips() -> None:

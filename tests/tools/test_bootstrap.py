@@ -1,0 +1,184 @@
+"""The in-child bootstrap's pieces, tested directly: the audit hook, Landlock, the status lines.
+
+The audit hook is called as a plain function here (installing it would be irreversible).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from moscopt.tools import _bootstrap
+from moscopt.tools._bootstrap import SandboxViolation, make_audit_hook
+from moscopt.tools._capture import _parse_status
+
+
+@pytest.fixture
+def hook_in(tmp_path: Path) -> tuple[Path, Path]:
+    work = tmp_path / "work"
+    home = tmp_path / "home"
+    (home / "python").mkdir(parents=True)
+    work.mkdir()
+    return work, home
+
+
+def _hook(work: Path, home: Path) -> Callable[[str, tuple[Any, ...]], None]:
+    return make_audit_hook(str(work), [str(home)], [str(home / "python")])
+
+
+@pytest.mark.parametrize(
+    ("event", "args"),
+    [
+        ("open", ("{work}/out.txt", "w", 0)),
+        ("open", ("{work}/sub/new.bin", None, os.O_WRONLY | os.O_CREAT)),
+        ("open", ("/etc/hostname", "r", 0)),
+        ("open", ("/dev/null", "w", 0)),
+        ("open", ("/dev/stdout", "a", 0)),
+        ("open", (3, "w", 0)),
+        ("open", ("{home}/python/lib/os.py", "rb", 0)),
+        ("open", ("/proc/self/status", "r", 0)),
+        ("os.mkdir", ("{work}/d", 0o777, None)),
+        ("os.rename", ("{work}/a", "{work}/b", None, None)),
+        ("os.remove", ("{work}/a", None)),
+        ("sqlite3.connect", (":memory:",)),
+        ("os.kill", (0, 0)),
+        ("ctypes.dlopen", (None,)),
+        ("import", ("math", None, [], None, None)),
+        ("compile", (b"", "<x>")),
+    ],
+)
+def test_hook_allows(hook_in: tuple[Path, Path], event: str, args: tuple[object, ...]) -> None:
+    work, home = hook_in
+    filled = tuple(a.format(work=work, home=home) if isinstance(a, str) else a for a in args)
+    assert _hook(work, home)(event, filled) is None
+
+
+@pytest.mark.parametrize(
+    ("event", "args"),
+    [
+        ("open", ("/tmp/x", "w", 0)),
+        ("open", ("/tmp/x", None, os.O_RDWR)),
+        ("open", ("{work}/../escape", "a", 0)),
+        ("open", ("{home}/.netrc", "r", 0)),
+        ("open", ("/proc/1/environ", "rb", 0)),
+        ("open", ("/tmp", None, os.O_RDONLY)),
+        ("os.mkdir", ("/tmp/d", 0o777, None)),
+        ("os.rename", ("{work}/a", "/tmp/b", None, None)),
+        ("os.symlink", ("/etc", "{work}/l", None)),
+        ("os.chmod", ("/etc/passwd", 0o777, None)),
+        ("sqlite3.connect", ("/tmp/db",)),
+        ("os.fork", ()),
+        ("os.exec", ("/bin/sh", ["sh"], None)),
+        ("os.posix_spawn", ("/bin/sh", ["sh"], {})),
+        ("subprocess.Popen", ("sh", ["sh"], None, None)),
+        ("os.system", (b"ls",)),
+        ("socket.connect", (None, ("1.1.1.1", 80))),
+        ("socket.getaddrinfo", ("example.com", 80, 0, 0, 0)),
+        ("ctypes.dlopen", ("libc.so.6",)),
+        ("ctypes.call_function", (0, ())),
+        ("os.kill", (12345, 9)),
+        ("resource.setrlimit", (0, (1, 1))),
+        ("import", ("_posixsubprocess", None, [], None, None)),
+    ],
+)
+def test_hook_refuses(hook_in: tuple[Path, Path], event: str, args: tuple[object, ...]) -> None:
+    work, home = hook_in
+    filled = tuple(a.format(work=work, home=home) if isinstance(a, str) else a for a in args)
+    with pytest.raises(SandboxViolation, match="not allowed"):
+        _hook(work, home)(event, filled)
+
+
+def test_hook_resolves_symlinks_out_of_the_work_dir(hook_in: tuple[Path, Path]) -> None:
+    work, home = hook_in
+    (work / "link").symlink_to("/tmp")
+    with pytest.raises(SandboxViolation):
+        _hook(work, home)("open", (str(work / "link" / "x"), "w", 0))
+
+
+def test_hook_resolves_dir_fd_relative_paths(hook_in: tuple[Path, Path]) -> None:
+    work, home = hook_in
+    fd = os.open("/tmp", os.O_RDONLY)
+    try:
+        with pytest.raises(SandboxViolation):
+            _hook(work, home)("os.remove", ("victim", fd))
+    finally:
+        os.close(fd)
+
+
+@given(st.text(max_size=200))
+def test_status_lines_round_trip(value: str) -> None:
+    read, write = os.pipe()
+    try:
+        _bootstrap._report(write, "reason", value)
+        os.close(write)
+        raw = os.read(read, 1 << 20)
+    finally:
+        os.close(read)
+    assert _parse_status(raw) == [("reason", value)]
+
+
+def _landlock_script(work: Path, target: Path) -> str:
+    return textwrap.dedent(
+        f"""
+        import importlib.util, os, socket, sys
+        spec = importlib.util.spec_from_file_location("boot", {str(Path(_bootstrap.__file__))!r})
+        boot = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(boot)
+        applied = boot._apply_landlock({str(work)!r})
+        if not applied:
+            print("unavailable")
+            sys.exit(0)
+        open({str(work / "ok.txt")!r}, "w").write("fine")
+        outcomes = []
+        for attempt in (
+            lambda: open({str(target)!r}, "w"),
+            lambda: os.execv("/bin/true", ["true"]),
+            lambda: socket.create_connection(("127.0.0.1", 9), timeout=1),
+        ):
+            try:
+                attempt()
+                outcomes.append("allowed")
+            except PermissionError:
+                outcomes.append("denied")
+            except OSError as exc:
+                outcomes.append(type(exc).__name__)
+        print(" ".join(applied))
+        print(" ".join(outcomes))
+        """
+    )
+
+
+def test_landlock_confines_writes_exec_and_tcp_without_the_audit_hook(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    target = Path("/tmp") / f"moscopt-landlock-{uuid.uuid4().hex}"
+    script = _landlock_script(work, target)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=30
+        )
+    finally:
+        if target.exists():
+            target.unlink()
+    assert result.returncode == 0, result.stderr
+    if result.stdout.strip() == "unavailable":
+        pytest.skip("Landlock is not available on this kernel")
+    applied, outcomes = result.stdout.splitlines()
+    assert (work / "ok.txt").read_text() == "fine"
+    assert not target.exists()
+    assert "landlock:no-exec" in applied
+    write_outcome, exec_outcome, tcp_outcome = outcomes.split()
+    assert write_outcome == "denied"
+    assert exec_outcome == "denied"
+    if "landlock:no-tcp" in applied:
+        assert tcp_outcome == "denied"
