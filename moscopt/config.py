@@ -108,6 +108,11 @@ class LLMConfig(_Section):
     cache: bool = True
     max_calls: int | None = Field(None, ge=1)
     max_cost: float | None = Field(None, gt=0.0)
+    backoff_base: float = Field(0.5, ge=0.0, description="seconds before the first retry")
+    backoff_max: float = Field(30.0, ge=0.0, description="longest wait between retries")
+    # `auto`: OpenAI-compatible endpoints (openai/ and hosted_vllm/ at an api_base) are called
+    # directly over HTTP, everything else through litellm; `litellm`: always through litellm.
+    transport: Literal["auto", "litellm"] = "auto"
 
 
 class AgentConfig(_Section):

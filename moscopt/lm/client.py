@@ -1,0 +1,346 @@
+"""`LiteLLMClient`: the `LM` that moscopt uses for every real model.
+
+One call = validate the request, look it up in the cache, reserve budget, take a concurrency
+slot, attempt it through the transport with bounded retries, then account, cache, report and
+(for structured calls) parse. The contract (what raises, what is retried, what is cached) is
+on `moscopt.lm.base.LM`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from moscopt.config import LLMConfig, SamplingConfig
+from moscopt.lm.base import Completion, LMRequest, Message, Usage, check_messages
+from moscopt.lm.budget import Budget, LMStats, Reservation
+from moscopt.lm.cache import ResponseCache
+from moscopt.lm.errors import LMError, LMOutputError
+from moscopt.lm.pricing import Pricing
+from moscopt.lm.retry import Fault, RetryPolicy, final_error
+from moscopt.lm.structured import OutputInvalid, check_schema, parse_structured
+from moscopt.lm.transport import (
+    LiteLLMTransport,
+    OpenAICompatTransport,
+    RawAnswer,
+    Transport,
+    uses_direct_transport,
+)
+
+EventSink = Callable[[dict[str, Any]], None]
+
+
+class LiteLLMClient:
+    """An `LM` for any litellm model string (see `moscopt.lm.base.LM` for the contract).
+
+    `stats` holds this client's totals; `budget` may be shared with other clients of the run.
+    `events`, if given, receives one dict per call (model, purpose, sample, tokens, cost,
+    latency, cache_hit, retries, ok, error): never messages, keys or headers.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        sampling: SamplingConfig | None = None,
+        llm: LLMConfig | None = None,
+        seed: int | None = None,
+        api_base: str | None = None,
+        cache: ResponseCache | None = None,
+        budget: Budget | None = None,
+        events: EventSink | None = None,
+        api_key: str | None = None,
+        transport: Transport | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._model = model
+        self.sampling = sampling or SamplingConfig()
+        self.llm = llm or LLMConfig()
+        self.seed = seed
+        self.api_base = api_base
+        self.cache = cache
+        self.budget = budget or Budget(self.llm.max_calls, self.llm.max_cost)
+        self.events = events
+        self.stats = LMStats()
+        self.retry = RetryPolicy(self.llm.max_retries, self.llm.backoff_base, self.llm.backoff_max)
+        self.transport = transport or self._make_transport(api_key)
+        self._pricing = Pricing()
+        self._rng = rng or random.Random(seed)  # backoff jitter only: never affects answers
+        self._lock = threading.Lock()
+        self._sync_slots = threading.BoundedSemaphore(self.llm.concurrency)
+        self._async_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._async_slots = weakref.WeakKeyDictionary()
+
+    def _make_transport(self, api_key: str | None) -> Transport:
+        if self.llm.transport == "auto" and uses_direct_transport(self._model, self.api_base):
+            assert self.api_base is not None
+            return OpenAICompatTransport(
+                self._model,
+                self.api_base,
+                timeout=self.llm.timeout,
+                max_connections=self.llm.concurrency,
+                api_key=api_key,
+            )
+        return LiteLLMTransport(
+            self._model, api_base=self.api_base, timeout=self.llm.timeout, api_key=api_key
+        )
+
+    def __repr__(self) -> str:
+        return f"LiteLLMClient({self._model!r}, api_base={self.api_base!r})"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    # -- the LM protocol -------------------------------------------------------------------------
+
+    def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        sample: int = 0,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+    ) -> LMRequest:
+        """The full request these arguments make (what is hashed into the cache key)."""
+        if sample < 0:
+            raise ValueError("sample must be >= 0")
+        if schema is not None:
+            check_schema(schema)
+        return LMRequest(
+            model=self._model,
+            messages=check_messages(messages),
+            temperature=self.sampling.temperature if temperature is None else temperature,
+            top_p=self.sampling.top_p if top_p is None else top_p,
+            max_tokens=self.sampling.max_tokens if max_tokens is None else max_tokens,
+            seed=self.seed,
+            schema=schema,
+            sample=sample,
+            api_base=self.api_base,
+        )
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        sample: int = 0,
+        purpose: str = "",
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        request = self.request(
+            messages,
+            schema=schema,
+            sample=sample,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+        )
+        hit = self._cached(request, purpose)
+        if hit is not None:
+            return self._structured(hit, request)
+        reservation = self._reserve(request)
+        started = time.perf_counter()
+        retries = 0
+        try:
+            with self._sync_slots:
+                while True:
+                    try:
+                        raw = self.transport.send(request)
+                        break
+                    except Fault as fault:
+                        if fault.kind != "transient" or retries >= self.retry.max_retries:
+                            raise self._failed(request, fault, retries, started, purpose) from None
+                        retries += 1
+                        time.sleep(self.retry.delay(retries, fault, self._rng))
+        except BaseException:
+            reservation.settle(0.0)
+            raise
+        completion = self._succeeded(request, raw, retries, started, reservation, purpose)
+        return self._structured(completion, request)
+
+    async def acomplete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        sample: int = 0,
+        purpose: str = "",
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        request = self.request(
+            messages,
+            schema=schema,
+            sample=sample,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+        )
+        hit = self._cached(request, purpose)
+        if hit is not None:
+            return self._structured(hit, request)
+        reservation = self._reserve(request)
+        started = time.perf_counter()
+        retries = 0
+        try:
+            async with self._slots():
+                while True:
+                    try:
+                        raw = await self.transport.asend(request)
+                        break
+                    except Fault as fault:
+                        if fault.kind != "transient" or retries >= self.retry.max_retries:
+                            raise self._failed(request, fault, retries, started, purpose) from None
+                        retries += 1
+                        await asyncio.sleep(self.retry.delay(retries, fault, self._rng))
+        except BaseException:  # including cancellation: the reservation must not leak
+            reservation.settle(0.0)
+            raise
+        completion = self._succeeded(request, raw, retries, started, reservation, purpose)
+        return self._structured(completion, request)
+
+    def close(self) -> None:
+        """Release connections and the cache handle (the client stays usable: they reopen)."""
+        self.transport.close()
+
+    # -- steps of a call -------------------------------------------------------------------------
+
+    def _slots(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        slots = self._async_slots.get(loop)
+        if slots is None:
+            slots = asyncio.Semaphore(self.llm.concurrency)
+            self._async_slots[loop] = slots
+        return slots
+
+    def _cached(self, request: LMRequest, purpose: str) -> Completion | None:
+        if self.cache is None:
+            return None
+        found = self.cache.get(request.key())
+        if found is None:
+            return None
+        completion = Completion(
+            text=found.text,
+            model=found.model,
+            usage=found.usage,
+            cost=0.0,
+            cache_hit=True,
+            sample=request.sample,
+            finish_reason=found.finish_reason,
+        )
+        with self._lock:
+            self.stats.cache_hits += 1
+        self._report(completion, purpose, ok=True)
+        return completion
+
+    def _reserve(self, request: LMRequest) -> Reservation:
+        bound = 0.0
+        if self.budget.max_cost is not None:
+            chars = sum(len(m["content"]) for m in request.messages)
+            bound = self._pricing.bound(self._model, chars, request.max_tokens)
+        return self.budget.reserve(bound)
+
+    def _succeeded(
+        self,
+        request: LMRequest,
+        raw: RawAnswer,
+        retries: int,
+        started: float,
+        reservation: Reservation,
+        purpose: str,
+    ) -> Completion:
+        latency = time.perf_counter() - started
+        cost = raw.cost
+        if cost is None:
+            cost = self._pricing.cost(self._model, raw.prompt_tokens, raw.completion_tokens)
+        reservation.settle(cost)
+        completion = Completion(
+            text=raw.text,
+            model=self._model,
+            usage=Usage(raw.prompt_tokens, raw.completion_tokens),
+            cost=cost,
+            cache_hit=False,
+            sample=request.sample,
+            latency=latency,
+            retries=retries,
+            finish_reason=raw.finish_reason,
+        )
+        with self._lock:
+            s = self.stats
+            s.calls += 1
+            s.retries += retries
+            s.prompt_tokens += raw.prompt_tokens
+            s.completion_tokens += raw.completion_tokens
+            s.cost += cost
+            s.latency += latency
+        if self.cache is not None:
+            self.cache.put(request.key(), completion)
+        self._report(completion, purpose, ok=True)
+        return completion
+
+    def _failed(
+        self, request: LMRequest, fault: Fault, retries: int, started: float, purpose: str
+    ) -> LMError:
+        latency = time.perf_counter() - started
+        with self._lock:
+            self.stats.calls += 1
+            self.stats.failures += 1
+            self.stats.retries += retries
+            self.stats.latency += latency
+        error = final_error(fault, self._model, retries + 1)
+        failed = Completion(
+            text="", model=self._model, sample=request.sample, latency=latency, retries=retries
+        )
+        self._report(failed, purpose, ok=False, error=type(error).__name__, status=fault.status)
+        return error
+
+    def _structured(self, completion: Completion, request: LMRequest) -> Completion:
+        if request.schema is None:
+            return completion
+        try:
+            data = parse_structured(completion.text, request.schema)
+        except OutputInvalid as e:
+            raise LMOutputError(
+                f"model '{self._model}': structured output {e}", completion
+            ) from None
+        return Completion(
+            text=completion.text,
+            model=completion.model,
+            usage=completion.usage,
+            cost=completion.cost,
+            cache_hit=completion.cache_hit,
+            sample=completion.sample,
+            latency=completion.latency,
+            retries=completion.retries,
+            finish_reason=completion.finish_reason,
+            data=data,
+        )
+
+    def _report(self, completion: Completion, purpose: str, *, ok: bool, **extra: Any) -> None:
+        if self.events is None:
+            return
+        record: dict[str, Any] = {
+            "model": completion.model,
+            "purpose": purpose,
+            "sample": completion.sample,
+            "prompt_tokens": completion.usage.prompt_tokens,
+            "completion_tokens": completion.usage.completion_tokens,
+            "cost": completion.cost,
+            "latency": round(completion.latency, 6),
+            "cache_hit": completion.cache_hit,
+            "retries": completion.retries,
+            "ok": ok,
+        }
+        record.update(extra)
+        self.events(record)

@@ -1,0 +1,117 @@
+"""`build_lm`: the one place that turns a `Config` into an `LM`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from moscopt.config import Config
+from moscopt.lm.budget import Budget
+from moscopt.lm.cache import ResponseCache, default_cache_dir
+from moscopt.lm.client import EventSink, LiteLLMClient
+from moscopt.lm.errors import LMSetupError
+from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
+from moscopt.lm.local import check_installed
+from moscopt.lm.transport import DIRECT_PROVIDERS
+
+if TYPE_CHECKING:
+    from moscopt.rundir import EventLog
+
+Role = Literal["agent", "optimizer"]
+
+
+def build_lm(
+    config: Config,
+    *,
+    role: Role = "agent",
+    cache_dir: Path | None = None,
+    events: EventLog | EventSink | None = None,
+    budget: Budget | None = None,
+    api_key: str | None = None,
+) -> LiteLLMClient:
+    """The LM for `role`: the agent's `config.model` or the optimizer's model.
+
+    `cache_dir`: the run's `cache/`; None means the user-level cache (`default_cache_dir()`);
+    `config.llm.cache = False` turns caching off. `events`: an `EventLog` (each call becomes an
+    `llm_call` event) or any callable taking the event dict. `budget`: share one `Budget`
+    between the agent and optimizer LMs of a run (default: a new one from `config.llm`).
+    `api_key` overrides the provider's environment variable; it is never stored or logged.
+
+    Raises `LMSetupError` (exit 2) for a model string litellm cannot route, a hosted model
+    whose key variable is unset, or a missing embedded model (with the install commands).
+    """
+    model = config.model if role == "agent" else config.effective_optimizer_model
+    field = "model" if role == "agent" else "optimizer_model"
+    check_model(model, config.api_base, api_key=api_key, field=field)
+    cache = None
+    if config.llm.cache:
+        cache = ResponseCache(cache_dir if cache_dir is not None else default_cache_dir())
+    return LiteLLMClient(
+        model,
+        sampling=config.sampling,
+        llm=config.llm,
+        seed=config.seed,
+        api_base=config.api_base,
+        cache=cache,
+        budget=budget or Budget(config.llm.max_calls, config.llm.max_cost),
+        events=_sink(events),
+        api_key=api_key,
+    )
+
+
+def check_model(
+    model: str, api_base: str | None, *, api_key: str | None = None, field: str = "model"
+) -> None:
+    """Fail early, with one clear message, on a model that cannot be called as configured."""
+    provider, slash, name = model.partition("/")
+    if provider == LOCAL_PROVIDER and slash:
+        if name != "smollm2":
+            raise LMSetupError(
+                f"unknown local model '{model}': the embedded model is 'local/smollm2'",
+                field=field,
+            )
+        check_installed()
+        return
+    if api_base is not None and provider in DIRECT_PROVIDERS and slash:
+        return  # an OpenAI-compatible endpoint: the server decides about keys and models
+    from moscopt.lm.litellm_env import litellm
+
+    module = litellm()
+    try:
+        module.get_llm_provider(model=model, api_base=api_base)
+    except Exception:
+        raise LMSetupError(
+            f"litellm does not know the provider of '{model}': write it as "
+            "'provider/model' (e.g. 'openai/gpt-4.1-mini', 'ollama/qwen3:8b', "
+            "'hosted_vllm/<name>' with --api-base), or use 'local/smollm2'",
+            field=field,
+        ) from None
+    if api_key is None and api_base is None:
+        try:
+            env = module.validate_environment(model=model)
+        except Exception:
+            return  # litellm could not tell; the provider will answer 401 if a key is missing
+        missing = [str(k) for k in env.get("missing_keys") or []]
+        if missing and not env.get("keys_in_environment", False):
+            raise LMSetupError(
+                f"model '{model}' needs {', '.join(missing)} set in the environment "
+                "(or use --api-base for a local OpenAI-compatible server)",
+                field=field,
+            )
+
+
+def _sink(events: EventLog | EventSink | None) -> EventSink | None:
+    if events is None:
+        return None
+    append = getattr(events, "append", None)
+    if append is not None and not isinstance(events, list):
+        log_append: Callable[..., Any] = append
+
+        def to_log(record: dict[str, Any]) -> None:
+            log_append("llm_call", **record)
+
+        return to_log
+    if callable(events):
+        return events
+    raise TypeError("events must be an EventLog or a callable taking one dict")

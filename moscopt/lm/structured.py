@@ -1,0 +1,66 @@
+"""Structured output: the answer of a schema call parsed strictly into JSON that fits its schema.
+
+The only leniency: surrounding whitespace and one Markdown code fence around the document (what
+models without native JSON mode add). Nothing else is rescued.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+FENCE = "```"
+
+
+class OutputInvalid(ValueError):
+    """The text is not a JSON document matching the schema; the message says why."""
+
+
+def strip_fence(text: str) -> str:
+    body = text.strip()
+    if body.startswith(FENCE) and body.endswith(FENCE) and len(body) >= 2 * len(FENCE):
+        inner = body[len(FENCE) : -len(FENCE)]
+        first, newline, rest = inner.partition("\n")
+        if newline and first.strip().lower() in ("", "json"):
+            inner = rest
+        return inner.strip()
+    return body
+
+
+def parse_structured(text: str, schema: Mapping[str, Any]) -> Any:
+    """The JSON value in `text`, validated against `schema`; `OutputInvalid` otherwise."""
+    body = strip_fence(text)
+    if not body:
+        raise OutputInvalid("the answer is empty")
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as e:
+        raise OutputInvalid(
+            f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
+        ) from None
+    jsonschema = _jsonschema()
+    validator_cls = jsonschema.validators.validator_for(schema)
+    errors = sorted(
+        validator_cls(schema).iter_errors(value), key=lambda err: list(err.absolute_path)
+    )
+    if errors:
+        err = errors[0]
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        raise OutputInvalid(f"does not match the schema at {where}: {err.message[:200]}")
+    return value
+
+
+def check_schema(schema: Mapping[str, Any]) -> None:
+    """Raise ValueError if `schema` itself is not a valid JSON schema (a programming error)."""
+    jsonschema = _jsonschema()
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as e:
+        raise ValueError(f"invalid JSON schema: {e.message}") from None
+
+
+def _jsonschema() -> Any:
+    # Imported on first use (only structured calls need it); jsonschema comes with litellm.
+    return importlib.import_module("jsonschema")

@@ -1,0 +1,148 @@
+"""`FakeLM`: an `LM` for unit tests, driven by a queue of answers or a responder.
+
+    lm = FakeLM()
+    lm.enqueue("ACTIVATE: a, b", '{"edits": []}')
+    ... code under test calls lm.complete / lm.acomplete ...
+    assert lm.history[0].messages[-1]["content"].startswith("Task:")
+
+Each queued answer is a string (the reply text), an exception instance (raised by that call)
+or a callable `(LMRequest) -> str`. With the queue empty, `responder(request)` answers; with
+neither, the call fails with `AssertionError` (a test asked for more than it set up).
+Structured calls parse and validate the reply exactly as the real client does, raising
+`LMOutputError`. `history` records every request in call order; `stats` counts like the real
+client (no cache: every call is a call).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from moscopt.lm.base import Completion, LMRequest, Message, Usage, check_messages
+from moscopt.lm.budget import Budget, LMStats
+from moscopt.lm.errors import LMOutputError
+from moscopt.lm.structured import OutputInvalid, parse_structured
+
+Answer = str | BaseException | Callable[[LMRequest], str]
+
+
+class FakeLM:
+    """Scripted `LM`: see the module docstring."""
+
+    def __init__(
+        self,
+        answers: Sequence[Answer] = (),
+        *,
+        responder: Callable[[LMRequest], str] | None = None,
+        model: str = "fake/model",
+        cost_per_call: float = 0.0,
+        budget: Budget | None = None,
+    ) -> None:
+        self._model = model
+        self.responder = responder
+        self.cost_per_call = cost_per_call
+        self.budget = budget or Budget()
+        self.history: list[LMRequest] = []
+        self.purposes: list[str] = []
+        self.stats = LMStats()
+        self._queue: deque[Answer] = deque(answers)
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def enqueue(self, *answers: Answer) -> FakeLM:
+        with self._lock:
+            self._queue.extend(answers)
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Queued answers not yet used."""
+        return len(self._queue)
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        sample: int = 0,
+        purpose: str = "",
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        request = LMRequest(
+            model=self._model,
+            messages=check_messages(messages),
+            temperature=0.0 if temperature is None else temperature,
+            top_p=1.0 if top_p is None else top_p,
+            max_tokens=1024 if max_tokens is None else max_tokens,
+            schema=schema,
+            sample=sample,
+        )
+        with self._lock:
+            self.history.append(request)
+            self.purposes.append(purpose)
+            answer: Answer | None = self._queue.popleft() if self._queue else None
+        reservation = self.budget.reserve(self.cost_per_call)
+        reservation.settle(self.cost_per_call)
+        if answer is None:
+            if self.responder is None:
+                raise AssertionError(f"FakeLM: no answer queued for call #{len(self.history)}")
+            answer = self.responder
+        if isinstance(answer, BaseException):
+            with self._lock:
+                self.stats.calls += 1
+                self.stats.failures += 1
+            raise answer
+        text = answer if isinstance(answer, str) else answer(request)
+        usage = Usage(sum(len(m["content"].split()) for m in request.messages), len(text.split()))
+        with self._lock:
+            self.stats.calls += 1
+            self.stats.prompt_tokens += usage.prompt_tokens
+            self.stats.completion_tokens += usage.completion_tokens
+            self.stats.cost += self.cost_per_call
+        completion = Completion(
+            text=text, model=self._model, usage=usage, cost=self.cost_per_call, sample=sample
+        )
+        if schema is None:
+            return completion
+        try:
+            data = parse_structured(text, schema)
+        except OutputInvalid as e:
+            raise LMOutputError(
+                f"model '{self._model}': structured output {e}", completion
+            ) from None
+        return Completion(
+            text=text,
+            model=self._model,
+            usage=usage,
+            cost=self.cost_per_call,
+            sample=sample,
+            data=data,
+        )
+
+    async def acomplete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        sample: int = 0,
+        purpose: str = "",
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        return self.complete(
+            messages,
+            schema=schema,
+            sample=sample,
+            purpose=purpose,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+        )

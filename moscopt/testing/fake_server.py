@@ -1,0 +1,354 @@
+"""A loopback OpenAI-compatible chat server for end-to-end, concurrency and fault tests.
+
+`FakeServer` serves `POST /v1/chat/completions` on a random port of 127.0.0.1 from its own
+thread (stdlib `http.server`, one thread per connection, HTTP/1.1 keep-alive). It can:
+
+- answer after a fixed `latency` (seconds) with a reply made by `responder(body) -> str`
+  (default: `"echo: <last user message>"`), with OpenAI-shaped `usage` (whitespace word counts);
+- inject faults at `fault_rate`, drawn with a seeded `random.Random` from `faults`;
+- play a script of outcomes for the next requests (`script("401")`), before any random draw.
+
+Outcomes: `ok`; `429` (with `Retry-After`), `500`, `503`; `401`, `403`, `404` (model not found);
+`timeout` (hold the request `hang` seconds, then close without answering); `drop` (close the
+connection without answering); `garbage` (200 with a body that is not JSON); `empty` (200 with
+an empty `choices` list).
+
+Every request is logged as a `ServerRequest` (outcome, parsed body, whether an Authorization
+header was present — never its value). `max_in_flight` is the most requests seen at once.
+Use it as a context manager; `stop()` releases held requests and open connections at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+OUTCOMES = frozenset(
+    {"ok", "429", "500", "503", "401", "403", "404", "timeout", "drop", "garbage", "empty"}
+)
+TRANSIENT_FAULTS = ("429", "500", "timeout", "drop")
+
+Responder = Callable[[dict[str, Any]], str]
+
+
+@dataclass
+class ServerRequest:
+    """One request as the server saw it."""
+
+    index: int
+    path: str
+    body: Any
+    outcome: str
+    authorized: bool
+    seconds: float = 0.0  # time spent in the handler, latency included
+
+
+def echo(body: dict[str, Any]) -> str:
+    """The default responder: echo the last user message."""
+    messages = body.get("messages") or []
+    users = [
+        m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "user"
+    ]
+    last = users[-1] if users else ""
+    return f"echo: {last if isinstance(last, str) else json.dumps(last)}"
+
+
+class FakeServer:
+    """Loopback OpenAI-compatible server; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        fault_rate: float = 0.0,
+        faults: Iterable[str] = TRANSIENT_FAULTS,
+        seed: int = 0,
+        hang: float = 2.0,
+        retry_after: str | None = "0",
+        responder: Responder | None = None,
+    ) -> None:
+        self.faults = tuple(faults)
+        unknown = set(self.faults) - OUTCOMES
+        if unknown:
+            raise ValueError(f"unknown fault(s): {sorted(unknown)}")
+        if not 0.0 <= fault_rate <= 1.0:
+            raise ValueError("fault_rate must be within [0, 1]")
+        self.latency = latency
+        self.fault_rate = fault_rate
+        self.hang = hang
+        self.retry_after = retry_after
+        self.responder: Responder = responder or echo
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._script: deque[str] = deque()
+        self._log: list[ServerRequest] = []
+        self._count = 0
+        self._in_flight = 0
+        self.max_in_flight = 0
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> FakeServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd.owner = self
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        with self._lock:
+            conns = list(self._connections)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the fake server is not running")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """Base URL to pass as `api_base` (ends in `/v1`)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- control and inspection ------------------------------------------------------------------
+
+    def script(self, *outcomes: str) -> None:
+        """Force the outcomes of the next requests, in order."""
+        unknown = set(outcomes) - OUTCOMES
+        if unknown:
+            raise ValueError(f"unknown outcome(s): {sorted(unknown)}")
+        with self._lock:
+            self._script.extend(outcomes)
+
+    @property
+    def log(self) -> list[ServerRequest]:
+        """Requests in arrival order."""
+        with self._lock:
+            return sorted(self._log, key=lambda r: r.index)
+
+    def count(self, outcome: str | None = None) -> int:
+        """Requests seen (with the given outcome, if any)."""
+        with self._lock:
+            if outcome is None:
+                return len(self._log)
+            return sum(1 for r in self._log if r.outcome == outcome)
+
+    def reset(self) -> None:
+        """Forget the log, the script and the in-flight maximum."""
+        with self._lock:
+            self._log.clear()
+            self._script.clear()
+            self.max_in_flight = self._in_flight
+
+    # -- request handling (called from handler threads) ------------------------------------------
+
+    def _next_outcome(self) -> tuple[int, str]:
+        with self._lock:
+            index = self._count
+            self._count += 1
+            if self._script:
+                outcome = self._script.popleft()
+            elif self.fault_rate > 0 and self._rng.random() < self.fault_rate:
+                outcome = self._rng.choice(self.faults)
+            else:
+                outcome = "ok"
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            return index, outcome
+
+    def _handle(self, handler: _Handler, raw: bytes) -> None:
+        started = time.perf_counter()
+        index, outcome = self._next_outcome()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        if not handler.path.rstrip("/").endswith("/chat/completions"):
+            outcome = "404"
+        elif not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            outcome = "bad_request"
+        # Logged on arrival, so a request held by a `timeout` fault is visible at once.
+        record = ServerRequest(
+            index=index,
+            path=handler.path,
+            body=body,
+            outcome=outcome,
+            authorized=handler.headers.get("Authorization") is not None,
+        )
+        with self._lock:
+            self._log.append(record)
+        try:
+            if self.latency > 0:
+                self._stopping.wait(self.latency)
+            self._respond(handler, outcome, body, index)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                record.seconds = time.perf_counter() - started
+
+    def _respond(self, handler: _Handler, outcome: str, body: Any, index: int) -> None:
+        if outcome == "ok":
+            text = self.responder(body)
+            _send_json(handler, 200, _completion(body, text, index))
+        elif outcome == "429":
+            headers = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
+            _send_json(handler, 429, _error("rate limit reached", "rate_limit_error"), headers)
+        elif outcome in ("500", "503"):
+            _send_json(handler, int(outcome), _error("the server had an error", "server_error"))
+        elif outcome == "401":
+            _send_json(handler, 401, _error("invalid api key", "invalid_request_error"))
+        elif outcome == "403":
+            _send_json(handler, 403, _error("permission denied", "permission_error"))
+        elif outcome == "404":
+            model = body.get("model") if isinstance(body, dict) else None
+            message = f"The model `{model}` does not exist"
+            _send_json(handler, 404, _error(message, "invalid_request_error", "model_not_found"))
+        elif outcome == "bad_request":
+            _send_json(handler, 400, _error("request body is not a chat request", "bad_request"))
+        elif outcome == "timeout":
+            self._stopping.wait(self.hang)
+            handler.close_connection = True
+        elif outcome == "drop":
+            handler.close_connection = True
+        elif outcome == "garbage":
+            _send_raw(handler, 200, b"{this is not json", "application/json")
+        elif outcome == "empty":
+            reply = _completion(body, "", index)
+            reply["choices"] = []
+            _send_json(handler, 200, reply)
+
+
+def _completion(body: Any, text: str, index: int) -> dict[str, Any]:
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    prompt_tokens = sum(
+        len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict)
+    )
+    completion_tokens = len(text.split())
+    return {
+        "id": f"chatcmpl-fake-{index}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "fake") if isinstance(body, dict) else "fake",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": code}}
+
+
+def _send_json(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    obj: Any,
+    headers: dict[str, str] | None = None,
+) -> None:
+    _send_raw(handler, status, json.dumps(obj).encode(), "application/json", headers)
+
+
+def _send_raw(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    data: bytes,
+    content_type: str,
+    headers: dict[str, str] | None = None,
+) -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(data)))
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)
+    handler.wfile.flush()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+    owner: FakeServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints do
+    disable_nagle_algorithm = True  # else headers and body wait out delayed ACKs (40 ms)
+    timeout = 30  # an idle connection never holds a thread for long
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        owner = self.server.owner
+        with owner._lock:
+            owner._connections.add(self.connection)
+
+    def finish(self) -> None:
+        owner = self.server.owner
+        with owner._lock:
+            owner._connections.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length > 0 else b""
+        self.server.owner._handle(self, raw)
+
+    def do_GET(self) -> None:
+        _send_json(self, 404, _error("not found", "invalid_request_error"))
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # quiet: tests read the request log instead
