@@ -37,8 +37,10 @@ def normalize_text(text: str) -> str:
     """Lowercase, no markdown emphasis/quotes/trailing period, single spaces, "(b)" -> "b"."""
     s = text.strip().lower()
     s = re.sub(r"\\text\{([^{}]*)\}", r"\1", s)
-    s = s.strip("*_`\"' \t")
-    s = s.rstrip(".").strip()
+    previous = None
+    while s != previous:  # "**yes**." -> "yes"
+        previous = s
+        s = s.strip("*_`\"' \t").rstrip(".")
     s = re.sub(r"\s+", " ", s)
     m = re.fullmatch(r"\(?([a-z])\)", s) or re.fullmatch(r"\(([a-z])\)?", s)
     return m.group(1) if m else s

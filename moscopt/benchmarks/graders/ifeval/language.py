@@ -57,7 +57,7 @@ _STOPWORDS: dict[str, frozenset[str]] = {
         "fi": "ja on ei että se hän oli mutta kun ovat tai myös joka niin minä sinä he ole kuin "
         "mitä tämä voi sen olla",
         "it": "il di che è un una per non sono con del della le si gli ma come anche questo più "
-        "nel alla lo",
+        "nel alla lo questa nella essere",
         "pt": "o de que é um uma para não com os do da em se mais por mas como no na são você "
         "muito ao",
         "es": "el los las y es de que en un una por con no se para del al lo como más pero su "
