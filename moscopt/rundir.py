@@ -173,11 +173,7 @@ class RunDir:
         state = state or self.load_state()
         if state.checkpoint is None:
             return Pool.load(self.skills_dir)
-        path = self.checkpoints_dir / state.checkpoint
-        try:
-            pool = Pool.from_json(json.loads(read_text(path)))
-        except (json.JSONDecodeError, ValidationError) as e:
-            raise UserError(f"checkpoint is corrupt: {e}", path=path) from None
+        pool = self.load_checkpoint(state.checkpoint)
         try:
             on_disk = Pool.load(self.skills_dir).digest()
         except UserError:
@@ -197,9 +193,31 @@ class RunDir:
                     atomic_write_json(target, pool.to_json())
                 state.checkpoint = name
                 state.pool_digest = digest
+        state.events_bytes = self.events_path.stat().st_size if self.events_path.exists() else 0
         atomic_write_json(self.state_path, state.model_dump(mode="json"))
         if pool is not None:
             pool.dump(self.skills_dir, prune=True)
+
+    def rewind_events(self, state: RunState) -> int:
+        """Drop events logged after the last save (work that a resumed run redoes); bytes cut."""
+        if not self.events_path.exists():
+            return 0
+        size = self.events_path.stat().st_size
+        if size <= state.events_bytes:
+            return 0
+        with open(self.events_path, "r+b") as f:
+            f.truncate(state.events_bytes)
+            f.flush()
+            os.fsync(f.fileno())
+        self._events = None
+        return size - state.events_bytes
+
+    def load_checkpoint(self, name: str) -> Pool:
+        path = self.checkpoints_dir / name
+        try:
+            return Pool.from_json(json.loads(read_text(path)))
+        except (json.JSONDecodeError, ValidationError) as e:
+            raise UserError(f"checkpoint is corrupt: {e}", path=path) from None
 
     def checkpoints(self) -> list[Path]:
         return sorted(self.checkpoints_dir.glob("*.json"))

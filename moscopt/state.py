@@ -59,6 +59,21 @@ class ScorePoint(_Record):
     score: float
 
 
+class Cursor(_Record):
+    """Where the trainer is: work before this point is done and saved."""
+
+    epoch: int = 0
+    phase: Literal["skills", "gate", "evolve", "memory", "done"] = "skills"
+    batch: int = 0  # minibatches of the phase completed
+    target: int = 0  # edit targets of the current minibatch already decided
+    credited: bool = False  # the current minibatch's rollouts are logged and credited
+    batch_start: str | None = None  # checkpoint of the pool the minibatch was rolled out with
+    # The gate's view of the statistics, frozen per phase so that validation scores compare.
+    val_q: dict[str, float] = Field(default_factory=dict)
+    val_activations: dict[str, int] = Field(default_factory=dict)
+    best_val: float | None = None  # validation score of the current pool under that view
+
+
 class RunState(_Record):
     schema_version: int = SCHEMA_VERSION
     created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
@@ -80,6 +95,11 @@ class RunState(_Record):
     val_history: list[ScorePoint] = Field(default_factory=list)
     checkpoint: str | None = None  # file name under checkpoints/ holding the current pool
     pool_digest: str | None = None
+    cursor: Cursor = Field(default_factory=Cursor)
+    events_bytes: int = 0  # size of events.jsonl at the last save: later lines are redone work
+    last_good_gate: dict[str, Any] | None = None  # gate restored after repeated parse failures
+    gate_failure_rates: list[float] = Field(default_factory=list)
+    epoch_accepted: dict[str, list[str]] = Field(default_factory=dict)  # summaries, per target
     extra: dict[str, Any] = Field(default_factory=dict)  # policy-specific state (scheduler, gate)
 
     def accepted_edits(self) -> int:

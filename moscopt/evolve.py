@@ -1,0 +1,112 @@
+"""Collective evolution: elimination, reproduction by mutation, co-breeding, fresh skills.
+
+Selection is pure (`eliminate`, `best_pair`); making offspring asks the optimizer LLM for a new
+skill as JSON ``{"name", "description", "body"}`` (`new_skill` parses it strictly). A failed or
+invalid offspring is reported as None: evolution then simply adds fewer skills.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from moscopt.lm.base import LM
+from moscopt.lm.errors import LMFatalError, LMOutputError, LMRequestError
+from moscopt.prompting import render
+from moscopt.skills import Pool, Skill, slugify
+
+NEW_SKILL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 60},
+        "description": {"type": "string", "maxLength": 500},
+        "body": {"type": "string", "maxLength": 5000},
+    },
+    "required": ["name", "description", "body"],
+    "additionalProperties": False,
+}
+
+
+def protected(names: Sequence[str], synergy: Mapping[str, int], threshold: int) -> set[str]:
+    """Skills in a pair with C(i, j) above `threshold`: never eliminated."""
+    out: set[str] = set()
+    for key, count in synergy.items():
+        if count > threshold:
+            a, b = key.split("|")
+            if a in names and b in names:
+                out.update((a, b))
+    return out
+
+
+def eliminate(
+    names: Sequence[str],
+    q: Mapping[str, float],
+    activations: Mapping[str, int],
+    synergy: Mapping[str, int],
+    *,
+    m: int,
+    c_min: int,
+    protect_above: int,
+) -> list[str]:
+    """The M lowest-Q skills with ≥ c_min activations that are in no high-synergy pair."""
+    keep = protected(names, synergy, protect_above)
+    eligible = [n for n in names if activations.get(n, 0) >= c_min and n not in keep]
+    return sorted(eligible, key=lambda n: (q.get(n, 0.0), n))[:m]
+
+
+def best_pair(names: Sequence[str], synergy: Mapping[str, int]) -> tuple[str, str] | None:
+    """The pair with the highest C(i, j) > 0 among `names` (ties by name)."""
+    best: tuple[int, str] | None = None
+    for key, count in synergy.items():
+        a, b = key.split("|")
+        if count > 0 and a in names and b in names and (best is None or (-count, key) < best):
+            best = (-count, key)
+    if best is None:
+        return None
+    a, b = best[1].split("|")
+    return (a, b)
+
+
+def top_skill(names: Sequence[str], q: Mapping[str, float]) -> str:
+    return min(names, key=lambda n: (-q.get(n, 0.0), n))
+
+
+def new_skill(data: Any, taken: Collection[str], origin: str) -> Skill:
+    """A valid `Skill` from the LLM's JSON, renamed to a fresh slug if needed; raises ValueError."""
+    if isinstance(data, str):
+        data = json.loads(data)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    name, description, body = data.get("name"), data.get("description"), data.get("body")
+    if not all(isinstance(v, str) and v.strip() for v in (name, description, body)):
+        raise ValueError("name, description and body must be non-empty strings")
+    assert isinstance(name, str) and isinstance(body, str) and isinstance(description, str)
+    if body.count("\n") < 3:
+        raise ValueError("the body is too short to be a skill")
+    slug = Pool(skills=()).fresh_name(slugify(name), taken=taken)
+    return Skill(name=slug, description=description[:1024], body=body, metadata={"origin": origin})
+
+
+def pool_listing(pool: Pool) -> str:
+    return "\n".join(f"- {s.name}: {' '.join(s.description.split())}" for s in pool)
+
+
+async def offspring(
+    lm: LM, prompt_name: str, taken: Collection[str], origin: str, **values: Any
+) -> tuple[Skill | None, str | None]:
+    """Ask for a new skill; (skill, None) or (None, reason)."""
+    try:
+        completion = await lm.acomplete(
+            [{"role": "user", "content": render(prompt_name, **values)}],
+            schema=NEW_SKILL_SCHEMA,
+            purpose=f"evolve-{prompt_name}",
+        )
+        return new_skill(
+            completion.data if completion.data is not None else completion.text, taken, origin
+        ), None
+    except LMFatalError:
+        raise
+    except (LMOutputError, LMRequestError, ValueError) as e:
+        return None, str(e)[:200]
+

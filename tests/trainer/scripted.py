@@ -1,0 +1,112 @@
+"""A scripted environment for trainer tests: the agent succeeds iff a magic rule is in a skill.
+
+The responder is a pure function of the request, so an interrupted and resumed run sees exactly
+the answers an uninterrupted one does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from moscopt.benchmarks import Benchmark, Splits, Task, get_benchmark
+from moscopt.config import Config, load_config
+from moscopt.lm.base import LMRequest
+from moscopt.rundir import RunDir
+from moscopt.skills import Pool
+from moscopt.trainer import initial_state
+
+MAGIC = "Always double-check the final number."
+VAGUE = "Be vague about the method."
+
+
+def tasks(prefix: str, n: int) -> list[Task]:
+    return [
+        Task(
+            f"{prefix}-{i}",
+            "offline",
+            f"Compute {i} + {i}.\n\nEnd with FINAL ANSWER: <n>",
+            str(2 * i),
+        )
+        for i in range(1, n + 1)
+    ]
+
+
+def splits(n_train: int = 4, n_val: int = 4) -> Splits:
+    return Splits(train=tasks("train", n_train), val=tasks("val", n_val), test=tasks("test", 2))
+
+
+def gold_of(prompt: str) -> str:
+    m = re.search(r"Compute (\d+) \+ (\d+)", prompt)
+    return str(int(m.group(1)) + int(m.group(2))) if m else "?"
+
+
+def skill_name(prompt: str) -> str:
+    m = re.search(r"^name: (\S+)$", prompt, re.MULTILINE)
+    return m.group(1) if m else "?"
+
+
+def edit(anchor: str, content: str, op: str = "add") -> str:
+    return json.dumps(
+        {"reasoning": "r", "edits": [{"op": op, "anchor": anchor, "content": content}]}
+    )
+
+
+def respond(request: LMRequest) -> str:
+    msgs = request.messages
+    last = msgs[-1]["content"]
+    system = msgs[0]["content"] if msgs[0]["role"] == "system" else ""
+    if "## Available skills" in last:
+        return "ACTIVATE: careful-computation, detail-verifier"
+    if "diagnose what the skill fails" in last:
+        return "- The agent never double-checks the final number.\n- It rushes."
+    if "Propose small, targeted edits that fix the failure" in last:
+        name = skill_name(last)
+        rejected = last.split("## Edits already rejected", 1)[1].split("## Lessons", 1)[0]
+        if name == "careful-computation":
+            if VAGUE not in rejected:
+                return edit("", VAGUE)  # a regressing (useless) edit: must be rejected
+            return edit("", MAGIC)
+        return edit("this anchor does not exist", "x")
+    if "routing analysis" in last:
+        return "- Planner is never used for arithmetic."
+    if "routing rules" in last:
+        return edit("", "Prefer careful-computation for arithmetic.")
+    if "long-term memory" in last:
+        return "- Adding an explicit double-check helped.\n- Vague advice did not."
+    if "new skill" in last or "fresh skill" in last:
+        name = "child-" + hashlib.sha256(last.encode()).hexdigest()[:6]
+        body = "# Child\n\n1. Plan.\n2. Compute.\n3. Check.\n4. Answer.\n"
+        return json.dumps({"name": name, "description": "A derived skill.", "body": body})
+    if "edit budget" in last:
+        return "L: 3"
+    # the agent
+    if MAGIC in system:
+        return f"Careful.\nFINAL ANSWER: {gold_of(last)}"
+    return "FINAL ANSWER: 0"
+
+
+def make_run(
+    tmp_path: Path, seed_dir: Path, **overrides: Any
+) -> tuple[RunDir, Config, Benchmark, Splits, Pool]:
+    seeds = Pool.load(seed_dir, require_gate=True)
+    names = ("careful-computation", "cautious-planner", "detail-verifier")
+    pool = Pool(skills=tuple(seeds.get(n) for n in names), gate=seeds.gate)
+    defaults: dict[str, Any] = {
+        "pool.n": 3,
+        "pool.k": 2,
+        "training.epochs": 2,
+        "optimizer.minibatch": 2,
+        "training.max_steps_per_epoch": 2,
+        "evolution.enabled": False,
+        "evolution.embedding_model": "difflib",
+        "llm.concurrency": 2,
+    }
+    config = load_config(None, {**defaults, **overrides})
+    sp = splits()
+    bench = get_benchmark("offline")
+    run = RunDir.create(tmp_path / "run", config, pool, initial_state(config, pool, "offline", sp))
+    return run, config, bench, sp, seeds

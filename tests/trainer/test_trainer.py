@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from moscopt.lm.base import LMRequest
+from moscopt.rundir import RunDir
+from moscopt.skills import Pool
+from moscopt.testing import FakeLM
+from moscopt.trainer import Trainer
+
+from .scripted import MAGIC, VAGUE, make_run, respond
+
+
+def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool, lm: FakeLM) -> Trainer:
+    trainer = Trainer(
+        run=RunDir.open(run.path),
+        config=config,
+        benchmark=bench,
+        splits=sp,
+        agent_lm=lm,
+        optimizer_lm=lm,
+        seeds=seeds,
+    )
+    asyncio.run(trainer.train())
+    return trainer
+
+
+def test_reflect_propose_validate_accept_and_reject(tmp_path: Path, seed_dir: Path) -> None:
+    run, config, bench, sp, seeds = make_run(tmp_path, seed_dir)
+    lm = FakeLM(responder=respond)
+    trainer = train(run, config, bench, sp, seeds, lm)
+    state = trainer.state
+    assert state.status == "done" and state.epoch == 2
+    body = (run.skills_dir / "careful-computation" / "SKILL.md").read_text()
+    assert body.rstrip().endswith(MAGIC) and VAGUE not in body
+    cc = state.optimizers["careful-computation"]
+    assert (cc.accepted, cc.rejected) == (1, 1)
+    # the regressing edit was rejected, and the next proposal for that skill was shown it
+    proposals = [
+        r.messages[-1]["content"]
+        for r in lm.history
+        if "Propose small, targeted edits" in r.messages[-1]["content"]
+        and "name: careful-computation" in r.messages[-1]["content"]
+    ]
+    assert VAGUE not in proposals[0].split("## Edits already rejected")[1].split("## Lessons")[0]
+    rejected_section = proposals[1].split("## Edits already rejected")[1].split("## Lessons")[0]
+    assert VAGUE in rejected_section and "0.000 -> 0.000" in rejected_section
+    edits = run.events.of_type("edit")
+    accepted = [e for e in edits if e["status"] == "accepted"]
+    assert len(accepted) == 1 and accepted[0]["before"] == 0.0 and accepted[0]["after"] == 1.0
+    assert accepted[0]["patch"][0]["path"] == "/skills/careful-computation/body"
+    assert any(e["status"] == "not_applied" for e in edits)  # bad anchors never crash
+    scores = [p.score for p in state.val_history]
+    assert scores == sorted(scores) and scores[-1] == 1.0  # monotone
+    assert state.q["careful-computation"] > 0 and state.activations["careful-computation"] > 0
+    assert cc.long_term_memory == [
+        "- Adding an explicit double-check helped.",
+        "- Vague advice did not.",
+    ]
+    assert cc.step_buffer == [] and cc.rejection_buffer == []  # epoch-local
+
+
+def test_gate_editing_phase_runs_on_routing_failures(tmp_path: Path, seed_dir: Path) -> None:
+    run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.epochs": 1})
+    lm = FakeLM(responder=respond)
+    train(run, config, bench, sp, seeds, lm)
+    gate_edits = [e for e in run.events.of_type("edit") if e["target"] == "gate"]
+    # epoch 0's failures are routing cases; the skill edit already fixed validation (1.0), so
+    # the gate edit cannot strictly improve it and is rejected
+    assert [(e["status"], e["before"], e["after"]) for e in gate_edits] == [("rejected", 1.0, 1.0)]
+    reflect = next(r for r in lm.history if "routing analysis" in r.messages[-1]["content"])
+    assert (
+        "activated: careful-computation, detail-verifier -> reward 0.00"
+        in reflect.messages[-1]["content"]
+    )
+    assert (
+        "ACTIVATE" in run.load_pool().gate.body
+        and "Prefer careful" not in run.load_pool().gate.body
+    )
+
+
+def test_single_skill_mode_makes_no_gate_call(tmp_path: Path, seed_dir: Path) -> None:
+    run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"pool.n": 1, "pool.k": 1})
+    pool = Pool(skills=(seeds.get("careful-computation"),), gate=seeds.gate)
+    state = run.load_state()
+    run.save(state, pool)
+    lm = FakeLM(responder=respond)
+    trainer = train(run, config, bench, sp, seeds, lm)
+    assert not any("## Available skills" in r.messages[-1]["content"] for r in lm.history)
+    assert trainer.state.optimizers["careful-computation"].accepted == 1
+    assert {e["activation"] for e in run.events.of_type("rollout")} == {"single"}
+
+
+class Crash(BaseException):
+    pass
+
+
+# The scripted run makes 86 calls: crash points cover every phase of both epochs.
+@pytest.mark.parametrize("crash_at", [3, 15, 30, 45, 60, 70, 80, 85])
+def test_interrupted_run_resumes_to_the_same_pool(
+    tmp_path: Path, seed_dir: Path, crash_at: int
+) -> None:
+    ref_run, config, bench, sp, seeds = make_run(
+        tmp_path / "ref", seed_dir, **{"evolution.enabled": True, "credit.c_min": 1}
+    )
+    train(ref_run, config, bench, sp, seeds, FakeLM(responder=respond))
+    reference = ref_run.load_pool()
+
+    run, config, bench, sp, seeds = make_run(
+        tmp_path / "crash", seed_dir, **{"evolution.enabled": True, "credit.c_min": 1}
+    )
+    calls = 0
+
+    def crashing(request: LMRequest) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == crash_at:
+            raise Crash()
+        return respond(request)
+
+    with pytest.raises(Crash):
+        train(run, config, bench, sp, seeds, FakeLM(responder=crashing))
+    resumed = train(run, config, bench, sp, seeds, FakeLM(responder=respond))
+    assert resumed.state.status == "done"
+    assert run.load_pool() == reference
+    ref_state = ref_run.load_state()
+    assert resumed.state.q == ref_state.q and resumed.state.synergy == ref_state.synergy
+    assert resumed.state.accepted_edits() == ref_state.accepted_edits()
+    assert len(run.events.of_type("rollout")) == len(ref_run.events.of_type("rollout"))
