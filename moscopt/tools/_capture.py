@@ -20,6 +20,8 @@ _CHUNK = 65536
 _POLL_SECONDS = 0.05
 # After the main process exits, how long its pipes may take to reach end-of-file.
 _DRAIN_GRACE_SECONDS = 0.2
+# How long the group's other members may take to die after the SIGKILL.
+_GROUP_EXIT_SECONDS = 2.0
 
 
 @dataclass
@@ -58,6 +60,44 @@ def _exited_unreaped(pid: int) -> bool:
     return info is not None
 
 
+def _terminate(proc: subprocess.Popen[bytes], pid_namespace: bool) -> int:
+    """Kill whatever is left of the child's process tree and reap the child; its return code."""
+    if pid_namespace and not _exited_unreaped(proc.pid):
+        for child in _children(proc.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGKILL)
+        deadline = time.monotonic() + _GROUP_EXIT_SECONDS
+        while not _exited_unreaped(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+    # Kill the group before reaping the leader, while its id cannot have been reused.
+    kill_group(proc.pid)
+    returncode = proc.wait()
+    _wait_until_group_gone(proc.pid)
+    return returncode
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(child) for child in handle.read().split()]
+    except OSError:
+        return []
+
+
+def _wait_until_group_gone(pgid: int) -> None:
+    """Wait (bounded) until no process of the group is left, e.g. a PID-namespace init that is
+    still killing the namespace's processes; those are gone once it is."""
+    deadline = time.monotonic() + _GROUP_EXIT_SECONDS
+    delay = 0.0005
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+
+
 def kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
@@ -70,6 +110,7 @@ def watch(
     timeout: float,
     keep_bytes: int,
     kill_after_bytes: int,
+    pid_namespace: bool,
 ) -> Watched:
     """Read stdout, stderr and the status pipe until the child is done; kill it when due.
 
@@ -77,6 +118,10 @@ def watch(
     group are SIGKILLed on timeout, when either stream passes ``kill_after_bytes``, and in any
     case once the main process has exited (leftover background processes). The child is reaped
     before returning; ``status_fd`` and the child's pipes are closed.
+
+    ``pid_namespace`` says the child is ``unshare --pid --fork``: then the namespace's init (its
+    only child) is killed first, so that unshare reaps it — killing unshare too would leave the
+    init to the host's PID 1, which may be slow to reap.
     """
     assert proc.stdout is not None and proc.stderr is not None
     out, err = StreamBuffer(keep_bytes), StreamBuffer(keep_bytes)
@@ -115,9 +160,7 @@ def watch(
                         output_limit_hit = True
             if output_limit_hit:
                 break
-    # Kill the group before reaping the leader, while its id cannot have been reused.
-    kill_group(proc.pid)
-    returncode = proc.wait()
+    returncode = _terminate(proc, pid_namespace)
     proc.stdout.close()
     proc.stderr.close()
     os.close(status_fd)

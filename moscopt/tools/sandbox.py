@@ -82,6 +82,9 @@ from moscopt.tools._workdir import run_dirs
 FILE_SIZE_LIMIT = 64 * 1024 * 1024
 OPEN_FILES_LIMIT = 256
 _BOOTSTRAP = Path(__file__).with_name("_bootstrap.py")
+# Whether the child applies Landlock when the kernel has it; tests switch it off to exercise the
+# weaker layers on their own.
+_USE_LANDLOCK = True
 _SIGNAL_REASONS: dict[int, str] = {signal.SIGXCPU: "cpu-time", signal.SIGXFSZ: "file-size"}
 
 
@@ -151,7 +154,7 @@ def run_python(
             "file_bytes": FILE_SIZE_LIMIT,
             "open_files": OPEN_FILES_LIMIT,
             "max_processes": max_processes if identity else None,
-            "landlock": True,
+            "landlock": _USE_LANDLOCK,
             "deny_read_dirs": _isolation.home_directories(),
         }
         argv = [*prefix, sys.executable, "-I", "-X", "utf8", str(_BOOTSTRAP)]
@@ -178,6 +181,7 @@ def run_python(
             timeout=timeout,
             keep_bytes=4 * max_output + 4,
             kill_after_bytes=output_kill_bytes(max_output),
+            pid_namespace=bool(prefix),
         )
         if identity is not None and not prefix:
             _isolation.kill_processes_of(identity[0])

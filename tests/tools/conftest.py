@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -38,3 +38,25 @@ def no_leftover_processes() -> Iterator[None]:
     before = child_pids()
     yield
     assert child_pids() - before == set()
+
+
+@pytest.fixture
+def sandbox_survivors(sandbox_tmp: Path) -> Callable[[], list[int]]:
+    """A check: PIDs of processes still running from a sandbox run of this test."""
+    return lambda: _processes_mentioning(sandbox_tmp)
+
+
+def _processes_mentioning(root: Path) -> list[int]:
+    """PIDs whose command line carries ``root`` (the sandbox passes its run paths, hex-encoded)."""
+    needle = str(root).encode().hex().encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline or str(root).encode() in cmdline:
+            found.append(int(entry.name))
+    return found

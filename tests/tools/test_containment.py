@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -311,3 +311,12 @@ def test_namespaces_hide_the_host_when_available() -> None:
     code = "import os, socket\nprint(os.getpid(), [name for _, name in socket.if_nameindex()])"
     result = run_python(code, timeout=2.0)
     assert result.stdout == "2 ['lo']\n"  # PID 1 is the bootstrap's init; only loopback
+
+
+def test_no_sandbox_process_survives_a_timeout(sandbox_survivors: Callable[[], list[int]]) -> None:
+    # setsid() leaves the process group that the timeout kills; the PID namespace (or, without
+    # one, the fact that the main process leads its group) still takes it down.
+    code = "import os\ntry:\n    os.setsid()\nexcept OSError:\n    pass\nwhile True:\n    pass\n"
+    result = run_python(code, timeout=1.0)
+    assert result.killed_reason == "timeout"
+    assert sandbox_survivors() == []
