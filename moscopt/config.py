@@ -47,6 +47,7 @@ class GatingConfig(_Section):
     enrich_epoch: int = Field(
         2, ge=0, description="epoch from which Q-scores join the summary table"
     )
+    edit_steps: int = Field(1, ge=0, description="gate edit steps per epoch (phase 2)")
     rebuild_threshold: float = Field(0.3, ge=0.0, le=1.0)
     rebuild_window: int = Field(
         3, ge=1, description="consecutive steps the failure rate is taken over"
@@ -92,6 +93,9 @@ class EvolutionConfig(_Section):
 
 class TrainingConfig(_Section):
     epochs: int = Field(3, ge=1)
+    max_steps_per_epoch: int | None = Field(
+        None, ge=1, description="cap on skill-editing minibatches per epoch (None: all)"
+    )
     interleave: bool = True  # False: the "simultaneous updates" ablation
 
 
@@ -116,8 +120,11 @@ class LLMConfig(_Section):
 
 
 class AgentConfig(_Section):
-    max_steps: int = Field(1, ge=1, description="T: agent steps per task")
-    tools: list[Literal["python", "shell", "search"]] = Field(default_factory=list)
+    max_steps: int | None = Field(
+        None, ge=1, description="T: agent steps per task (None: 1 without tools, 4 with)"
+    )
+    # None: the benchmark's own tools. shell and search are not available yet.
+    tools: list[Literal["python"]] | None = None
 
 
 class DataConfig(_Section):
