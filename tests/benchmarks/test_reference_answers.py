@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from moscopt.benchmarks import Grade, Task, get_benchmark
+from moscopt.benchmarks import Benchmark, Grade, Task, get_benchmark
 from moscopt.benchmarks.graders.code import build_program
 
 
@@ -50,11 +50,14 @@ def _grade_all(
 ) -> list[tuple[str, Grade]]:
     bench = get_benchmark(name)
     tasks = bench.tasks(data=shared_data)[::every]
+    # Generous wall-clock limit: a loaded CI machine must not turn a slow reference (mbpp-123
+    # takes ~2.6 s alone) into a failure; this test checks correctness, not speed.
+    bench = Benchmark(bench.spec.model_copy(update={"code_timeout": 60.0}))
 
     def run(task: Task) -> tuple[str, Grade]:
         return task.id, bench.grade(task, respond(task))  # type: ignore[operator]
 
-    with ThreadPoolExecutor(max_workers=6) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         return list(pool.map(run, tasks))
 
 
@@ -98,7 +101,5 @@ def test_code_timeout_is_a_failure_not_a_hang(shared_data: Path) -> None:
     bench = get_benchmark("mbpp")
     task = bench.tasks(data=shared_data)[0]
     spec = bench.spec.model_copy(update={"code_timeout": 1.0})
-    from moscopt.benchmarks import Benchmark
-
     grade = Benchmark(spec).grade(task, "```python\nwhile True:\n    pass\n```")
     assert grade.reward == 0.0 and "timed out" in grade.detail
