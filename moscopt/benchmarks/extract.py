@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-_FINAL_RE = re.compile(r"(?i)\**\s*final\s+answer\s*\**\s*[:\uff1a]\s*\**[ \t]*")
+# "FINAL ANSWER: x", "**Final answer:** x", "The final answer is x" (a bare "final answer"
+# inside a sentence is not a marker).
+_FINAL_RE = re.compile(r"(?i)\**\s*final\s+answer\s*\**\s*(?:[:\uff1a]|is\b\s*:?)\s*\**[ \t]*")
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NUMBER_RE = re.compile(
     r"[-\u2212]?\s?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|[-\u2212]?\.\d+"

@@ -58,6 +58,8 @@ def test_final_answer_variants() -> None:
     assert extract_answer("FINAL ANSWER:\n\n  19") == "19"
     assert extract_answer("FINAL ANSWER: $\\boxed{3}$") == "3"
     assert extract_answer("nothing to see") is None
+    assert extract_answer("So the final answer is 12.") == "12."
+    assert extract_answer("Before my final answer, I check.") is None
 
 
 def test_later_marker_wins() -> None:

@@ -59,12 +59,27 @@ def test_data_dir_env_and_direct_file(shared_data: Path, monkeypatch: pytest.Mon
     assert bench.load().ids() == by_arg
 
 
-def test_ids_do_not_depend_on_line_order(shared_data: Path, tmp_path: Path) -> None:
-    lines = (shared_data / "aime" / "aime_all.jsonl").read_text().splitlines()
+JSONL_FILES = {
+    "aime": "aime/aime_all.jsonl",
+    "gsm8k": "gsm8k/test.jsonl",
+    "math500": "math500/test.jsonl",
+    "humaneval": "humaneval/test.jsonl",
+    "mbpp": "mbpp/test.jsonl",
+    "bbh": "bbh/test.jsonl",
+    "ifeval": "ifeval/input_data.jsonl",
+}
+
+
+@pytest.mark.parametrize("name", sorted(JSONL_FILES))
+def test_ids_and_splits_do_not_depend_on_line_order(
+    name: str, shared_data: Path, tmp_path: Path
+) -> None:
+    source = shared_data / JSONL_FILES[name]
+    lines = source.read_text(encoding="utf-8").splitlines()
     random.Random(3).shuffle(lines)
-    shuffled = tmp_path / "aime_all.jsonl"
-    shuffled.write_text("\n".join(lines) + "\n")
-    bench = get_benchmark("aime")
+    shuffled = tmp_path / source.name
+    shuffled.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    bench = get_benchmark(name)
     assert bench.load(data=shuffled).ids() == bench.load(data=shared_data).ids()
 
 
