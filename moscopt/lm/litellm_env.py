@@ -38,7 +38,7 @@ def _import_and_configure() -> ModuleType:
         import litellm as module
 
     # Its first calls make pydantic warn about litellm's own TypedDicts: not the user's concern.
-    warnings.filterwarnings("ignore", message=r"Item '.*' on TypedDict class", category=UserWarning)
+    warnings.filterwarnings("ignore", message=r"Items? .* on TypedDict class", category=UserWarning)
     module.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on errors
     module.telemetry = False
     module.turn_off_message_logging = True  # keep prompts out of litellm's own logging

@@ -1,0 +1,81 @@
+"""The embedded model. The `slow` tests load the real SmolLM2 (a second or two, then fast)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from moscopt.config import Config, LLMConfig, SamplingConfig
+from moscopt.lm import build_lm
+from moscopt.lm.local import gguf_path, request_body
+
+
+def test_request_body_maps_litellm_params() -> None:
+    fmt = {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"}}}
+    body = request_body(
+        [{"role": "user", "content": "x"}],
+        {"temperature": 0.2, "top_p": 0.5, "max_tokens": 9, "seed": 3, "response_format": fmt},
+    )
+    assert body == {
+        "messages": [{"role": "user", "content": "x"}],
+        "temperature": 0.2,
+        "top_p": 0.5,
+        "max_tokens": 9,
+        "seed": 3,
+        "response_format": fmt,
+    }
+
+
+def test_the_model_file_is_found_without_importing_its_package() -> None:
+    assert gguf_path().name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.mark.slow
+def test_a_short_completion(tmp_path: Path) -> None:
+    config = Config(sampling=SamplingConfig(temperature=0.0, max_tokens=24))
+    lm = build_lm(config, cache_dir=tmp_path / "cache")
+    done = lm.complete([{"role": "user", "content": "Say hello."}])
+    assert done.text.strip() and done.model == "local/smollm2"
+    assert done.usage.prompt_tokens > 0 and 0 < done.usage.completion_tokens <= 24
+    assert done.cost == 0.0
+    assert lm.complete([{"role": "user", "content": "Say hello."}]).cache_hit
+
+
+@pytest.mark.slow
+def test_a_schema_call_parses(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "integer"},
+            "reason": {"type": "string", "maxLength": 40},
+        },
+        "required": ["answer", "reason"],
+        "additionalProperties": False,
+    }
+    config = Config(sampling=SamplingConfig(temperature=0.0, max_tokens=64))
+    lm = build_lm(config, cache_dir=tmp_path / "cache")
+    done = lm.complete(
+        [{"role": "user", "content": "What is 2 + 3? Reply in JSON."}], schema=schema
+    )
+    assert isinstance(done.data, dict) and set(done.data) == {"answer", "reason"}
+    assert isinstance(done.data["answer"], int) and len(done.data["reason"]) <= 40
+
+
+@pytest.mark.slow
+def test_concurrent_async_calls_share_one_model(tmp_path: Path) -> None:
+    config = Config(
+        sampling=SamplingConfig(temperature=0.8, max_tokens=8), llm=LLMConfig(concurrency=4)
+    )
+    lm = build_lm(config, cache_dir=tmp_path / "cache")
+
+    async def run() -> list[str]:
+        calls = [
+            lm.acomplete([{"role": "user", "content": "Name a color."}], sample=i) for i in range(4)
+        ]
+        return [c.text for c in await asyncio.gather(*calls)]
+
+    texts = asyncio.run(run())
+    assert len(texts) == 4 and all(t.strip() for t in texts)
+    assert lm.stats.calls == 4
