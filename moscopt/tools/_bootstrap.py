@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 # traceback and linecache (~15 ms with their dependencies) are imported where needed.
 
 CODE_FILENAME = "main.py"
+_TRACEBACK_FRAMES = 1000
 _FD_PREFIX = "/proc/self/fd/"
 # Paths under these prefixes that a write-open may name although they are outside the work dir:
 # they are the process's own standard streams and the null device.
@@ -204,6 +205,14 @@ def _open_path_dirs(entries: Iterable[str]) -> dict[str, int]:
 
 
 def _drop_privileges(uid: int, gid: int) -> None:
+    for fd in (0, 1, 2):
+        # The pipes belong to the launching user; give them to the sandbox uid so that code
+        # may reopen /dev/stdout and the like by path. The stdin file stays read-only to it.
+        if fd != 0:
+            try:  # noqa: SIM105 - no contextlib import at start-up
+                os.fchown(fd, uid, gid)
+            except OSError:
+                pass
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
@@ -418,7 +427,9 @@ def _print_user_traceback(exc: BaseException) -> None:
     """Print the traceback as Python would, without the bootstrap's own frames."""
     import traceback
 
-    report = traceback.TracebackException.from_exception(exc)
+    # The last 1000 frames, like the interpreter's own printer: a RecursionError after
+    # sys.setrecursionlimit(10**6) must not take seconds to format.
+    report = traceback.TracebackException.from_exception(exc, limit=-_TRACEBACK_FRAMES)
     pending = [report]
     seen: set[int] = set()
     while pending:

@@ -161,3 +161,17 @@ def test_parent_environment_is_untouched() -> None:
     before = dict(os.environ)
     run_python("import os\nos.environ['X'] = '1'")
     assert dict(os.environ) == before
+
+
+def test_std_streams_can_be_reopened_by_path() -> None:
+    code = "open('/dev/stdout', 'w').write('out\\n')\nprint('err', file=open('/dev/stderr', 'w'))"
+    result = run_python(code)
+    assert (result.stdout, result.stderr) == ("out\n", "err\n")
+
+
+def test_deep_recursion_traceback_is_bounded() -> None:
+    code = "def f(n):\n    return f(n + 1)\n\nf(0)\n"
+    result = run_python(code)
+    assert result.stderr.endswith("RecursionError: maximum recursion depth exceeded\n")
+    assert "Previous line repeated" in result.stderr
+    assert len(result.stderr) < 5000
