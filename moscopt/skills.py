@@ -116,13 +116,10 @@ class Skill(BaseModel):
 
     def dumps(self) -> str:
         """The canonical SKILL.md text."""
-        fm = yaml.safe_dump(
-            self.front_matter(),
-            sort_keys=False,
-            allow_unicode=True,
-            default_flow_style=False,
-            width=2**31 - 1,
-        )
+        data = self.front_matter()
+        fm = _yaml_dump(data, allow_unicode=True)
+        if yaml.safe_load(fm) != data:  # e.g. U+0085, a YAML line break: escape non-ASCII
+            fm = _yaml_dump(data, allow_unicode=False)
         body = f"\n{self.body}" if self.body else ""
         return f"---\n{fm}---\n{body}"
 
@@ -191,6 +188,16 @@ class Skill(BaseModel):
 
     def with_body(self, body: str) -> Skill:
         return self.model_copy(update={"body": normalize_body(body)})
+
+
+def _yaml_dump(data: dict[str, Any], *, allow_unicode: bool) -> str:
+    return yaml.safe_dump(
+        data,
+        sort_keys=False,
+        allow_unicode=allow_unicode,
+        default_flow_style=False,
+        width=2**31 - 1,
+    )
 
 
 def normalize_body(body: str) -> str:
