@@ -1,65 +1,72 @@
 """Run model-written Python in a sandboxed child process: `run_python` returns an `ExecResult`.
 
 Every run gets a new interpreter (``python -I -X utf8``: isolated mode, no PYTHON* variables, no
-user site-packages), a fresh temporary working directory (also its HOME and TMPDIR) that is
-removed afterwards, and an environment built from an allow-list (PATH, LANG, LANGUAGE, LC_*, TZ,
-TERM, PYTHONHASHSEED): API keys, tokens, cloud and Hugging Face credentials never reach it.
+user site-packages; the venv's site-packages stay importable), a fresh temporary working
+directory (also its HOME and TMPDIR) that is removed afterwards whatever the code did to it, and
+an environment built from an allow-list (PATH, LANG, LANGUAGE, LC_*, TZ, TERM, PYTHONHASHSEED):
+API keys, tokens, AWS/HF/auth variables and proxies never reach it. The code runs as
+``__main__`` from ``main.py``; stdin comes from a file, so a large ``stdin`` cannot block.
 
-Layers, and when each applies:
+What is prevented, layer by layer, and when each layer applies:
 
-============================  =================================================================
-Always                        Wall-clock timeout: the child is a session leader and its whole
-                              process group is SIGKILLed on timeout and after every run.
-                              rlimits: CPU seconds (SIGXCPU, then SIGKILL), address space
-                              (``memory_mb``: a 10 GB allocation raises MemoryError), file size
-                              (`FILE_SIZE_LIMIT`), open files, no core dumps.
-                              Output is read incrementally; at most ~4 x ``max_output`` bytes per
-                              stream are kept and the child is killed ("output-limit") once a
-                              stream passes `output_kill_bytes` — printing gigabytes costs
-                              moscopt nothing.
-                              An audit hook (PEP 578, installed before the code runs) refuses:
-                              os.fork/forkpty/exec*/posix_spawn/spawn*/system, subprocess (also
-                              ``_posixsubprocess.fork_exec``, which has no audit event), socket
-                              connect/bind/sendto/getaddrinfo, ctypes, writes (open for writing,
-                              mkdir, remove, rename, chmod, ...) outside the work dir (symlinks
-                              resolved; /dev/null and the own std streams allowed), creating
-                              symlinks, reading other processes' /proc entries or anything under
-                              the launching user's home (except the interpreter's own files),
-                              setrlimit, signalling other processes, gc object walks, settrace.
-                              A refusal raises PermissionError in the code; if uncaught, the
-                              result says ``killed_reason="blocked: <what>"``.
-Linux with Landlock (>= 5.13) Kernel-enforced, inherited by any descendant, irrevocable, for
-                              root and non-root alike: writes only below the work dir and to
-                              /dev/null, no execve at all, no_new_privs; ABI >= 4 (Linux 6.7):
-                              no TCP bind/connect; ABI >= 6 (6.12): no signals to or abstract
-                              unix sockets of processes outside the sandbox.
-``unshare`` works             (root; or non-root with unprivileged user namespaces) new network
-                              namespace (no interface but a down loopback: no network at all,
-                              UDP and DNS included) and new PID namespace (the code cannot see
-                              or signal outside processes; when the run ends the kernel kills
-                              every process left in it, even one that called setsid()).
-Running as root               The child drops to a random unprivileged uid/gid (no supplementary
-                              groups) after setting its limits: file permissions protect the
-                              rest of the system (the repo, $HOME, /root), RLIMIT_NPROC
-                              (``max_processes``) is enforced and counts this run only, and all
-                              capabilities are gone. Leftover processes of that uid are swept
-                              when there is no PID namespace.
-============================  =================================================================
+Always (any Linux, root or not):
+  - wall clock: the child leads its own session; on timeout (and after every run) its whole
+    process group is SIGKILLed and reaped before `run_python` returns (no zombies);
+  - rlimits set by the bootstrap before the code runs: CPU seconds (``cpu_seconds``, default
+    ``ceil(timeout) + 1``: SIGXCPU, then SIGKILL a second later), address space
+    (``memory_mb``: a 10 GB allocation raises MemoryError), file size (`FILE_SIZE_LIMIT`), open
+    files (`OPEN_FILES_LIMIT`), no core dumps;
+  - output: read incrementally from pipes; at most ~4 x ``max_output`` bytes per stream are
+    kept, and the child is killed ("output-limit") once a stream passes `output_kill_bytes`,
+    so printing gigabytes costs moscopt nothing. stdout is line-buffered in the child so that
+    output printed before a timeout is kept;
+  - an audit hook (PEP 578) installed before the code runs refuses: os.fork/forkpty/exec*/
+    posix_spawn/spawn*/system and subprocess (also ``_posixsubprocess.fork_exec``, which raises
+    no audit event); socket connect/bind/sendto/sendmsg and name lookups; ctypes beyond
+    ``import ctypes`` (no foreign calls, no raw memory); writes outside the work dir (open for
+    writing, mkdir, remove, rename, link, chmod, chown, utime, truncate, sqlite files; symlinks
+    and ``dir_fd`` resolved; /dev/null and the own std streams allowed); creating symlinks;
+    reading /proc entries of other processes and anything under the launching user's home
+    (except the interpreter's own files); setrlimit; signalling other processes; gc object
+    walks; settrace/setprofile. A refusal raises PermissionError inside the code; if it is not
+    caught the result has ``killed_reason="blocked: <what>"``. Standard-library imports (math,
+    re, collections, itertools, heapq, hashlib, json, ...) and numpy/sympy work.
+Linux with Landlock (5.13+; probed in the child, root or not), kernel-enforced, irrevocable and
+inherited by any descendant:
+  - writes only below the work dir and to /dev/null; no execve of any file; no_new_privs;
+  - Landlock ABI 4+ (Linux 6.7+): no TCP bind or connect;
+  - Landlock ABI 6+ (Linux 6.12+): no signals to, and no abstract unix sockets of, processes
+    outside the sandbox.
+Where ``unshare`` works (root; or non-root with unprivileged user namespaces; probed once):
+  - a new network namespace: no interface but a down loopback, so no network at all (UDP and
+    DNS included);
+  - a new PID namespace: the code cannot see or signal outside processes by PID, and when the
+    run ends the kernel kills every process left in it, even one that called setsid().
+When moscopt runs as root:
+  - the child drops to a random unprivileged uid/gid (one per run, no supplementary groups, no
+    capabilities) right after setting its limits: file permissions protect the rest of the
+    system (the repo, /root, other runs' dirs), RLIMIT_NPROC (``max_processes``) is enforced
+    and counts this run's processes only. If the interpreter lives where that uid cannot read
+    (e.g. a pyenv under /root), imports go through ``/proc/self/fd`` handles to the import
+    directories opened before the drop. Without a PID namespace, processes of that uid are
+    swept after the run.
 
-Not prevented: reading world-readable files (e.g. /etc/passwd, the repo's source) — nothing
-secret should be world-readable; using CPU and memory up to the limits; filling the disk with
-many files each below `FILE_SIZE_LIMIT` inside the work dir (removed afterwards). Without
-Landlock and without root, the audit hook is the only guard against writes to world- or
-user-writable places outside the work dir (e.g. /tmp, the user's files) and, without
-namespaces, against network access; an audit hook is not a security boundary (PEP 578), so a
-determined attacker could get past it. As non-root without namespaces, RLIMIT_NPROC is not set
-(it would count every process of the user); the audit hook and Landlock's no-exec are what stop
-a fork bomb there.
+Not prevented: reading world-readable files (/etc, the repo's source) — nothing secret should be
+world-readable; using CPU and memory up to the limits; filling the disk below the work dir with
+many files each under `FILE_SIZE_LIMIT` (removed afterwards). Without Landlock and without root,
+only the audit hook guards against writes to user-writable places outside the work dir (e.g.
+/tmp, the user's own files), and without namespaces it is also the only guard against network
+access; an audit hook is not a security boundary (PEP 578): code determined to get past it may
+manage. As non-root, RLIMIT_NPROC is not set (it would count every process of the user); the
+audit hook and Landlock's no-exec are what stop a fork bomb there. As root, the system temp dir
+must be traversable by other users (it is, normally: /tmp is 1777).
 
 Thread safety: `run_python` may be called from many threads at once. It uses no ``preexec_fn``
-(unsafe with threads): the session, the closed descriptors and the passed status pipe are set up
-by `subprocess` in C between fork and exec, and everything else (limits, Landlock, privilege
-drop, audit hook) is done by the bootstrap inside the new interpreter (`moscopt.tools._bootstrap`).
+(documented as unsafe with threads): the new session, closing of inherited descriptors and the
+passed status pipe are set up by `subprocess` in C between fork and exec, and everything else
+(limits, Landlock, privilege drop, audit hook) is done by the bootstrap inside the new
+interpreter (`moscopt.tools._bootstrap`), before the user's code. No state is shared between
+calls except the memoized ``unshare`` probe.
 """
 
 from __future__ import annotations
@@ -76,8 +83,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moscopt.tools import _isolation
-from moscopt.tools._capture import StreamBuffer, watch
-from moscopt.tools._workdir import run_dirs
+from moscopt.tools._capture import StreamBuffer, kill_group, watch
+from moscopt.tools._workdir import RunDirs, run_dirs
 
 FILE_SIZE_LIMIT = 64 * 1024 * 1024
 OPEN_FILES_LIMIT = 256
@@ -143,20 +150,7 @@ def run_python(
     started = time.monotonic()
     with run_dirs(code, stdin, files, identity) as dirs:
         status_read, status_write = os.pipe2(os.O_CLOEXEC)
-        config = {
-            "code_path": str(dirs.code),
-            "workdir": str(dirs.work),
-            "status_fd": status_write,
-            "uid": identity[0] if identity else None,
-            "gid": identity[1] if identity else None,
-            "cpu_seconds": cpu,
-            "memory_bytes": memory_mb * 1024 * 1024,
-            "file_bytes": FILE_SIZE_LIMIT,
-            "open_files": OPEN_FILES_LIMIT,
-            "max_processes": max_processes if identity else None,
-            "landlock": _USE_LANDLOCK,
-            "deny_read_dirs": _isolation.home_directories(),
-        }
+        config = _child_config(dirs, status_write, identity, cpu, memory_mb, max_processes)
         argv = [*prefix, sys.executable, "-I", "-X", "utf8", str(_BOOTSTRAP)]
         try:
             with open(dirs.stdin, "rb") as stdin_file:
@@ -175,16 +169,22 @@ def run_python(
             raise
         finally:
             os.close(status_write)
-        watched = watch(
-            proc,
-            status_read,
-            timeout=timeout,
-            keep_bytes=4 * max_output + 4,
-            kill_after_bytes=output_kill_bytes(max_output),
-            pid_namespace=bool(prefix),
-        )
-        if identity is not None and not prefix:
-            _isolation.kill_processes_of(identity[0])
+        try:
+            watched = watch(
+                proc,
+                status_read,
+                timeout=timeout,
+                keep_bytes=4 * max_output + 4,
+                kill_after_bytes=output_kill_bytes(max_output),
+                pid_namespace=bool(prefix),
+            )
+        except BaseException:  # e.g. KeyboardInterrupt: the child must not outlive the call
+            kill_group(proc.pid)
+            proc.wait()
+            raise
+        finally:
+            if identity is not None and not prefix:
+                _isolation.kill_processes_of(identity[0])
     duration = time.monotonic() - started
     exit_code, reason = _interpret(
         watched.returncode, watched.status, watched.timed_out, watched.output_limit_hit
@@ -197,6 +197,32 @@ def run_python(
         killed_reason=reason,
         duration=duration,
     )
+
+
+def _child_config(
+    dirs: RunDirs,
+    status_fd: int,
+    identity: tuple[int, int] | None,
+    cpu_seconds: int,
+    memory_mb: int,
+    max_processes: int,
+) -> dict[str, object]:
+    """The bootstrap's settings (see `moscopt.tools._bootstrap.main`)."""
+    return {
+        "code_path": str(dirs.code),
+        "workdir": str(dirs.work),
+        "status_fd": status_fd,
+        "uid": identity[0] if identity else None,
+        "gid": identity[1] if identity else None,
+        "cpu_seconds": cpu_seconds,
+        "memory_bytes": memory_mb * 1024 * 1024,
+        "file_bytes": FILE_SIZE_LIMIT,
+        "open_files": OPEN_FILES_LIMIT,
+        # Without a uid of its own, RLIMIT_NPROC would count every process of the user.
+        "max_processes": max_processes if identity else None,
+        "landlock": _USE_LANDLOCK,
+        "deny_read_dirs": _isolation.home_directories(),
+    }
 
 
 def _encode_config(config: Mapping[str, object]) -> str:
