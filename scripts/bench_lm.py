@@ -14,31 +14,73 @@
    called directly on the same prompt and settings. Target >= 0.9x.
 
 Both transports are measured for 1-2: `auto` (OpenAI-compatible endpoints over httpx directly,
-the default) and `litellm` (every call through litellm).
+the default) and `litellm` (every call through litellm). The fake server runs in its own
+process, as a real endpoint would, so that its CPU time does not count against moscopt's; each
+measurement starts after a warm-up that fills the connection pool.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from moscopt.config import Config, LLMConfig, SamplingConfig
 from moscopt.lm import LiteLLMClient, ResponseCache, build_lm
-from moscopt.testing import FakeServer
+from moscopt.testing.fake_server import RESET_PATH, STATS_PATH
 
 SAMPLING = SamplingConfig(temperature=0.0, top_p=1.0, max_tokens=16)
+
+
+class RemoteServer:
+    """A `FakeServer` in a child process, controlled over HTTP."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def stats(self) -> dict[str, Any]:
+        import httpx
+
+        return dict(httpx.get(self.url.removesuffix("/v1") + STATS_PATH).json())
+
+    def count(self) -> int:
+        return int(self.stats()["requests"])
+
+    def reset(self) -> None:
+        import httpx
+
+        httpx.post(self.url.removesuffix("/v1") + RESET_PATH)
+
+
+@contextlib.contextmanager
+def fake_server(latency: float) -> Iterator[RemoteServer]:
+    cmd = [sys.executable, "-m", "moscopt.testing.fake_server", "--latency", str(latency)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield RemoteServer(proc.stdout.readline().strip())
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def msgs(i: int, tag: str = "") -> Any:
     return [{"role": "user", "content": f"task {tag}{i}: what is {i} + {i}?"}]
 
 
-def client(server: FakeServer, transport: str, concurrency: int, cache_dir: Path | None) -> Any:
+def client(server: RemoteServer, transport: str, concurrency: int, cache_dir: Path | None) -> Any:
     return LiteLLMClient(
         "openai/fake-model",
         sampling=SAMPLING,
@@ -56,18 +98,23 @@ async def run_batch(lm: Any, n: int, tag: str) -> float:
     return time.perf_counter() - started
 
 
+async def warm_then_run(lm: Any, server: RemoteServer, warm: int, n: int) -> float:
+    """Warm up in the same event loop (imports, a full connection pool), then time `n` calls."""
+    await run_batch(lm, warm, "warm")
+    server.reset()
+    return await run_batch(lm, n, "x")
+
+
 def throughput(transport: str, tmp: Path) -> None:
-    with FakeServer(latency=0.1) as server:
+    with fake_server(0.1) as server:
         for n, conc in ((256, 32), (32, 1)):
             ideal = n / conc * 0.1
             lm = client(server, transport, conc, tmp / f"tp-{transport}-{conc}")
-            asyncio.run(run_batch(lm, 4, "warm"))  # imports, connection pool
-            server.reset()
-            seconds = asyncio.run(run_batch(lm, n, "x"))
+            seconds = asyncio.run(warm_then_run(lm, server, 2 * conc, n))
             print(
                 f"  [{transport:7}] {n:3d} calls @ concurrency {conc:2d}: {seconds:6.2f} s, "
                 f"ideal {ideal:.1f} s, ratio {seconds / ideal:.2f}, "
-                f"server max in flight {server.max_in_flight}"
+                f"server max in flight {server.stats()['max_in_flight']}"
             )
             if conc == 32:
                 before = server.count()
@@ -83,14 +130,14 @@ def throughput(transport: str, tmp: Path) -> None:
 def overhead(transport: str, tmp: Path, n: int) -> None:
     import httpx
 
-    with FakeServer(latency=0.0) as server:
+    with fake_server(0.0) as server:
         lm = client(server, transport, 1, tmp / f"oh-{transport}")
 
-        async def through_moscopt() -> list[float]:
+        async def through_moscopt(tag: str) -> list[float]:
             times = []
             for i in range(n):
                 t = time.perf_counter()
-                await lm.acomplete(msgs(i, "oh"))
+                await lm.acomplete(msgs(i, tag))  # a cache miss: lookup, call, write
                 times.append(time.perf_counter() - t)
             return times
 
@@ -112,11 +159,16 @@ def overhead(transport: str, tmp: Path, n: int) -> None:
                     times.append(time.perf_counter() - t)
             return times
 
-        asyncio.run(through_moscopt())  # warm: imports, pools, cache file
-        server.reset()
-        ours = statistics.median(asyncio.run(through_moscopt()))
-        server_side = statistics.median(r.seconds for r in server.log)
-        bare = statistics.median(asyncio.run(direct()))
+        async def measure() -> tuple[float, float, float]:
+            await through_moscopt("warm")  # imports, pools, cache file
+            await direct()
+            server.reset()
+            ours = statistics.median(await through_moscopt("oh"))
+            server_side = float(server.stats()["median_seconds"])
+            bare = statistics.median(await direct())
+            return ours, server_side, bare
+
+        ours, server_side, bare = asyncio.run(measure())
         print(
             f"  [{transport:7}] median per call: moscopt {ours * 1e3:.2f} ms, bare httpx "
             f"{bare * 1e3:.2f} ms, server handler {server_side * 1e3:.2f} ms -> moscopt "

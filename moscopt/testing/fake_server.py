@@ -16,6 +16,10 @@ an empty `choices` list).
 Every request is logged as a `ServerRequest` (outcome, parsed body, whether an Authorization
 header was present — never its value). `max_in_flight` is the most requests seen at once.
 Use it as a context manager; `stop()` releases held requests and open connections at once.
+
+To keep the server's CPU out of a client's measurements, run it in its own process:
+`python -m moscopt.testing.fake_server --latency 0.1` prints its base URL on the first line of
+stdout and serves until stdin closes; `GET /_fake/stats` and `POST /_fake/reset` control it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ OUTCOMES = frozenset(
     {"ok", "429", "500", "503", "401", "403", "404", "timeout", "drop", "garbage", "empty"}
 )
 TRANSIENT_FAULTS = ("429", "500", "timeout", "drop")
+STATS_PATH = "/_fake/stats"  # GET: counts as JSON (not logged)
+RESET_PATH = "/_fake/reset"  # POST: forget the log
 
 Responder = Callable[[dict[str, Any]], str]
 
@@ -174,6 +180,20 @@ class FakeServer:
             if outcome is None:
                 return len(self._log)
             return sum(1 for r in self._log if r.outcome == outcome)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for a client in another process (also served at `GET /_fake/stats`)."""
+        with self._lock:
+            outcomes: dict[str, int] = {}
+            for r in self._log:
+                outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
+            seconds = sorted(r.seconds for r in self._log)
+            return {
+                "requests": len(self._log),
+                "outcomes": outcomes,
+                "max_in_flight": self.max_in_flight,
+                "median_seconds": seconds[len(seconds) // 2] if seconds else None,
+            }
 
     def reset(self) -> None:
         """Forget the log, the script and the in-flight maximum."""
@@ -345,10 +365,36 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
+        if self.path == RESET_PATH:
+            self.server.owner.reset()
+            _send_json(self, 200, {"ok": True})
+            return
         self.server.owner._handle(self, raw)
 
     def do_GET(self) -> None:
+        if self.path == STATS_PATH:
+            _send_json(self, 200, self.server.owner.stats())
+            return
         _send_json(self, 404, _error("not found", "invalid_request_error"))
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: tests read the request log instead
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve from this process until stdin closes (see the module docstring)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description="loopback OpenAI-compatible fake server")
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    with FakeServer(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
