@@ -62,7 +62,8 @@ class RemoteServer:
 
 @contextlib.contextmanager
 def fake_server(latency: float) -> Iterator[RemoteServer]:
-    cmd = [sys.executable, "-m", "moscopt.testing.fake_server", "--latency", str(latency)]
+    module = "moscopt.testing.fake_server"
+    cmd = [sys.executable, "-W", "ignore::RuntimeWarning", "-m", module, "--latency", str(latency)]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

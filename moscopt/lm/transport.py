@@ -153,9 +153,9 @@ class OpenAICompatTransport:
 
         client = self._async_client()
         try:
-            response = await asyncio.wait_for(
-                client.post(self._url, content=self._payload(request), headers=self._headers),
-                self._timeout + SAFETY_MARGIN,
+            # httpx bounds connect, each read and each write by the timeout; no extra task here
+            response = await client.post(
+                self._url, content=self._payload(request), headers=self._headers
             )
         except (httpx.TimeoutException, TimeoutError):
             raise Fault("transient", f"timed out after {self._timeout:g}s") from None
