@@ -4,7 +4,8 @@
 
 1. Throughput against the loopback fake server with 100 ms latency: 256 calls at concurrency
    32 (ideal 256/32 x 0.1 s = 0.8 s) and 32 calls at concurrency 1 (ideal 3.2 s; 32 rather
-   than 256 calls to keep the run short). Target: time / ideal <= 1.3.
+   than 256 calls to keep the run short). Target: time / ideal <= 1.3. Each is run 3 times and
+   the best and median are printed: on a shared 2-core machine the spread is large.
 2. moscopt's own per-call overhead with 0 ms latency: the median time of a sequential call
    through moscopt (cache lookup and write, budget, accounting, event sink, transport) minus
    the median time of the same request posted directly with a bare httpx client to the same
@@ -99,27 +100,31 @@ async def run_batch(lm: Any, n: int, tag: str) -> float:
     return time.perf_counter() - started
 
 
-async def warm_then_run(lm: Any, server: RemoteServer, warm: int, n: int) -> float:
+async def warm_then_run(lm: Any, server: RemoteServer, warm: int, n: int, tag: str) -> float:
     """Warm up in the same event loop (imports, a full connection pool), then time `n` calls."""
-    await run_batch(lm, warm, "warm")
+    await run_batch(lm, warm, tag + "warm")
     server.reset()
-    return await run_batch(lm, n, "x")
+    return await run_batch(lm, n, tag + "x")
 
 
-def throughput(transport: str, tmp: Path) -> None:
+def throughput(transport: str, tmp: Path, reps: int) -> None:
     with fake_server(0.1) as server:
         for n, conc in ((256, 32), (32, 1)):
             ideal = n / conc * 0.1
             lm = client(server, transport, conc, tmp / f"tp-{transport}-{conc}")
-            seconds = asyncio.run(warm_then_run(lm, server, 2 * conc, n))
+            runs = [
+                asyncio.run(warm_then_run(lm, server, 2 * conc, n, f"r{r}-")) for r in range(reps)
+            ]
+            best, median = min(runs), statistics.median(runs)
             print(
-                f"  [{transport:7}] {n:3d} calls @ concurrency {conc:2d}: {seconds:6.2f} s, "
-                f"ideal {ideal:.1f} s, ratio {seconds / ideal:.2f}, "
+                f"  [{transport:7}] {n:3d} calls @ concurrency {conc:2d}: best {best:5.2f} s, "
+                f"median {median:5.2f} s of {reps}; ideal {ideal:.1f} s; ratio best "
+                f"{best / ideal:.2f}, median {median / ideal:.2f}; "
                 f"server max in flight {server.stats()['max_in_flight']}"
             )
             if conc == 32:
                 before = server.count()
-                again = asyncio.run(run_batch(lm, n, "x"))
+                again = asyncio.run(run_batch(lm, n, "r0-x"))
                 print(
                     f"  [{transport:7}] repeat of the same {n} calls: "
                     f"{server.count() - before} requests reached the server, {again:.3f} s, "
@@ -207,12 +212,14 @@ def local_speed(repeats: int) -> None:
         t = time.perf_counter()
         result = eng._run(body)  # xllamacpp directly, on this thread
         bare.append(result["usage"]["completion_tokens"] / (time.perf_counter() - t))
-    o, b = statistics.median(ours), statistics.median(bare)
-    print(
-        f"  generated tokens/s (incl. prompt), median of {repeats}: through moscopt {o:.1f}, "
-        f"xllamacpp directly {b:.1f} -> ratio {o / b:.2f} ({done.usage.completion_tokens} "
-        "tokens per call)"
-    )
+    # The machine is shared: the best of N estimates the uncontended speed, the median shows
+    # the spread.
+    for label, pick in (("best", max), ("median", statistics.median)):
+        o, b = pick(ours), pick(bare)
+        print(
+            f"  generated tokens/s, {label} of {repeats}: through moscopt {o:.1f}, xllamacpp "
+            f"directly {b:.1f} -> ratio {o / b:.2f} ({done.usage.completion_tokens} tokens/call)"
+        )
 
 
 def main() -> None:
@@ -224,13 +231,13 @@ def main() -> None:
         tmp = Path(d)
         print("Throughput against the fake server (100 ms latency):")
         for transport in ("auto", "litellm"):
-            throughput(transport, tmp)
+            throughput(transport, tmp, 2 if args.quick else 3)
         print("Per-call overhead (0 ms latency, sequential calls):")
         for transport in ("auto", "litellm"):
             overhead(transport, tmp, 100 if args.quick else 300)
     if not args.skip_local:
         print("Embedded model (local/smollm2):")
-        local_speed(2 if args.quick else 5)
+        local_speed(3 if args.quick else 7)
 
 
 if __name__ == "__main__":
