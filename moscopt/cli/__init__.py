@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from moscopt.cli import benchmarks, init, status, stubs  # noqa: F401  (registers commands)
+from moscopt.cli import (  # noqa: F401  (importing a module registers its command)
+    benchmarks,
+    eval,
+    init,
+    status,
+    stubs,
+    train,
+)
 from moscopt.cli.app import app
 
 

@@ -9,8 +9,6 @@ import typer
 from moscopt.cli.app import app
 
 _PENDING = {
-    "train": "Optimize the skill pool and the gate on a benchmark (MOSCOPT).",
-    "eval": "Evaluate a pool, an export or the no-skill baseline on a benchmark split.",
     "export": "Export a run as a mixture, a static routing table or one distilled skill.",
     "route": "Show which K skills the gate picks for a task, and why.",
     "log": "History of edits with before/after scores and reasons.",

@@ -10,9 +10,8 @@ from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.testing import FakeLM
+from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond
 from moscopt.trainer import Trainer
-
-from .scripted import MAGIC, VAGUE, make_run, respond
 
 
 def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool, lm: FakeLM) -> Trainer:

@@ -1,0 +1,155 @@
+"""`moscopt eval`: score the no-skill baseline or a pool on a benchmark split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from moscopt.cli import options as o
+from moscopt.cli.app import app
+
+
+@app.command("eval")
+def eval_cmd(
+    benchmark: str | None = typer.Option(
+        None, "--benchmark", "-b", help="Benchmark name or spec file."
+    ),
+    split: str = typer.Option("test", "--split", help="train, val, test or all."),
+    mode: str | None = typer.Option(
+        None, "--mode", help="none or mixture (default: mixture with --run/--skills)."
+    ),
+    run: Path | None = typer.Option(
+        None, "--run", help="A run directory: its pool, gate, config and cache."
+    ),
+    skills: Path | None = typer.Option(
+        None, "--skills", help="A skills folder to evaluate as a mixture."
+    ),
+    repeats: str = typer.Option(
+        "1", "--repeats", help="Repeat N times, or 'auto' (3..50 until the CI is narrow)."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Per-task results (JSONL)."),
+    model: str | None = o.MODEL,
+    api_base: str | None = o.API_BASE,
+    config: Path | None = o.CONFIG,
+    seed: int | None = o.SEED,
+    concurrency: int | None = o.CONCURRENCY,
+    max_calls: int | None = o.MAX_CALLS,
+    max_cost: float | None = o.MAX_COST,
+    data: Path | None = o.DATA,
+    limit: int | None = o.LIMIT,
+    no_cache: bool = o.NO_CACHE,
+    json_out: bool = o.JSON,
+) -> None:
+    """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
+    import json
+
+    from moscopt import runner
+    from moscopt.config import load_config
+    from moscopt.project import open_project
+    from moscopt.rundir import RunDir
+
+    flags = o.overrides(
+        model=model,
+        api_base=api_base,
+        seed=seed,
+        concurrency=concurrency,
+        max_calls=max_calls,
+        max_cost=max_cost,
+        data=data,
+        limit=limit,
+        no_cache=no_cache,
+    )
+    if run is not None:
+        cfg = load_config(RunDir.open(run).config_path, flags)
+    else:
+        cfg = open_project(config, flags).config
+    chosen = mode or ("mixture" if (run is not None or skills is not None) else "none")
+    bar = _Bar(quiet=json_out)
+    try:
+        outcome = runner.evaluate(
+            config=cfg,
+            benchmark=benchmark,
+            split=split,
+            mode=chosen,
+            run_path=run,
+            skills_dir=skills,
+            repeats=repeats,
+            out=out,
+            on_rollout=bar.advance,
+            on_start=bar.start,
+        )
+    finally:
+        bar.close()
+    summary = {
+        "benchmark": outcome.benchmark,
+        "split": outcome.split,
+        "mode": outcome.mode,
+        "model": cfg.model,
+        "results": str(outcome.out),
+        **outcome.result.summary(),
+    }
+    if json_out:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    lo, hi = summary["ci95"]
+    typer.echo(
+        f"{outcome.benchmark} [{outcome.split}] mode={outcome.mode} model={cfg.model}: "
+        f"score {summary['score']:.3f} (95% CI {lo:.3f}-{hi:.3f}) on {summary['tasks']} tasks"
+        + (f" x {summary['repeats']} repeats" if summary["repeats"] > 1 else "")
+    )
+    tokens = f"{summary['prompt_tokens']}+{summary['completion_tokens']}"
+    typer.echo(
+        f"calls {summary['calls']}  tokens {tokens}"
+        f"  cost ${summary['cost']:.4f}  errors {summary['errors']}  gate fallbacks "
+        f"{summary['gate_fallbacks']}"
+    )
+    typer.echo(f"per-task results: {outcome.out}")
+
+
+class _Bar:
+    """A rich progress bar on stderr: tasks done and the running score."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.progress: Any = None
+        self.task: Any = None
+        self.done = 0
+        self.reward = 0.0
+
+    def start(self, total: int) -> None:
+        if self.quiet:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("eval", total=total)
+
+    def advance(self, rollout: Any) -> None:
+        self.done += 1
+        self.reward += rollout.reward
+        if self.progress is not None:
+            self.progress.update(
+                self.task, advance=1, description=f"eval  score {self.reward / self.done:.3f}"
+            )
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None

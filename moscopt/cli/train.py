@@ -1,0 +1,174 @@
+"""`moscopt train`: optimize the skill pool and the gate on a benchmark (resumable)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from moscopt.cli import options as o
+from moscopt.cli.app import app
+
+
+@app.command("train")
+def train_cmd(
+    benchmark: str | None = typer.Option(
+        None, "--benchmark", "-b", help="Benchmark name or spec file."
+    ),
+    run: Path | None = typer.Option(
+        None, "--run", help="Run directory (default runs/<benchmark>-<time>)."
+    ),
+    resume: bool = typer.Option(
+        False, "--resume", help="Continue the run in --run where it stopped."
+    ),
+    n: int | None = typer.Option(None, "--n", help="Pool size N."),
+    k: int | None = typer.Option(None, "--k", help="Skills activated per task K."),
+    epochs: int | None = typer.Option(None, "--epochs", help="Epochs."),
+    steps_per_epoch: int | None = typer.Option(
+        None, "--steps-per-epoch", help="Cap on skill-editing minibatches per epoch."
+    ),
+    gate: str | None = typer.Option(
+        None, "--gate", help="llm (default), random or all (ablations)."
+    ),
+    gating: str | None = typer.Option(None, "--gating", help="task (default) or step."),
+    no_evolution: bool = typer.Option(
+        False, "--no-evolution", help="Ablation: no collective evolution."
+    ),
+    no_interleave: bool = typer.Option(
+        False, "--no-interleave", help="Ablation: simultaneous updates."
+    ),
+    no_rejection_buffer: bool = typer.Option(False, "--no-rejection-buffer", help="Ablation."),
+    model: str | None = o.MODEL,
+    optimizer_model: str | None = o.OPTIMIZER_MODEL,
+    api_base: str | None = o.API_BASE,
+    config: Path | None = o.CONFIG,
+    seed: int | None = o.SEED,
+    concurrency: int | None = o.CONCURRENCY,
+    max_calls: int | None = o.MAX_CALLS,
+    max_cost: float | None = o.MAX_COST,
+    data: Path | None = o.DATA,
+    limit: int | None = o.LIMIT,
+    no_cache: bool = o.NO_CACHE,
+    json_out: bool = o.JSON,
+) -> None:
+    """Optimize the skill pool and the gate on a benchmark with MOSCOPT."""
+    import json
+
+    from moscopt import runner
+    from moscopt.lm.errors import LMFatalError
+    from moscopt.project import open_project
+
+    flags = o.overrides(
+        model=model,
+        optimizer_model=optimizer_model,
+        api_base=api_base,
+        seed=seed,
+        concurrency=concurrency,
+        max_calls=max_calls,
+        max_cost=max_cost,
+        data=data,
+        limit=limit,
+        no_cache=no_cache,
+        **{
+            "pool.n": n,
+            "pool.k": k,
+            "training.epochs": epochs,
+            "training.max_steps_per_epoch": steps_per_epoch,
+            "gating.policy": gate,
+            "gating.granularity": gating,
+            "evolution.enabled": False if no_evolution else None,
+            "training.interleave": False if no_interleave else None,
+            "optimizer.rejection_buffer": False if no_rejection_buffer else None,
+        },
+    )
+    display = _Display(quiet=json_out)
+    try:
+        if resume:
+            if run is None:
+                from moscopt.errors import UserError
+
+                raise UserError("--resume needs --run DIR", field="run")
+            outcome = runner.resume(run_path=run, overrides=flags, progress=display.update)
+        else:
+            project = open_project(config, flags)
+            outcome = runner.train(
+                config=project.config,
+                skills_dir=project.skills_dir,
+                benchmark=benchmark,
+                run_path=run,
+                project_root=project.root,
+                progress=display.update,
+                notes=display.note,
+            )
+    except LMFatalError as e:
+        display.close()
+        where = f" --run {run}" if run else ""
+        print(
+            f"moscopt: stopped: {e}\nstate saved; continue with: moscopt train --resume{where}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        display.close()
+        print("moscopt: interrupted; state saved (resume with --resume --run DIR)", file=sys.stderr)
+        raise typer.Exit(130) from None
+    finally:
+        display.close()
+    summary = {
+        "run": str(outcome.run.path),
+        "skills": str(outcome.run.skills_dir),
+        "val_before": outcome.before,
+        "val_after": outcome.after,
+        "resumed": outcome.resumed,
+    }
+    if json_out:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    before, after = outcome.before, outcome.after
+    typer.echo(f"run: {summary['run']}")
+    if before is not None and after is not None:
+        typer.echo(f"validation score: {before:.3f} -> {after:.3f}")
+    typer.echo(f"skills: {summary['skills']}  (moscopt status --run {summary['run']})")
+
+
+class _Display:
+    """Progress on stderr: one line per phase, edit and evolution decision."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.console: Any = None
+
+    def _out(self) -> Any:
+        if self.console is None:
+            from rich.console import Console
+
+            self.console = Console(stderr=True, highlight=False)
+        return self.console
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            self._out().print(f"[yellow]note:[/] {text}")
+
+    def update(self, e: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        best = "-" if e.get("best_val") is None else f"{e['best_val']:.3f}"
+        head = f"epoch {e['epoch'] + 1}/{e['epochs']} step {e['step']} {e['phase']:<6}"
+        tail = (
+            f"val {best}  edits +{e['accepted']}/-{e['rejected']}  calls {e['calls']}  "
+            f"tokens {e['tokens']}  ${e['cost']:.4f}"
+        )
+        kind = e.get("event")
+        if kind == "edit":
+            verdict = "[green]accepted[/]" if e["accepted"] else "[red]rejected[/]"
+            self._out().print(f"{head} edit {e['target']}: {verdict} ({e['score']:.3f})  {tail}")
+        elif kind == "evolution":
+            verdict = "kept" if e["accepted"] else "reverted"
+            self._out().print(f"{head} evolution {verdict} ({e['score']:.3f})  {tail}")
+        elif kind in ("phase", "done"):
+            self._out().print(f"{head} {kind}  {tail}")
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,156 @@
+"""End to end through the command line, against the loopback OpenAI-compatible fake server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from moscopt.cli import app
+from moscopt.rundir import RunDir
+from moscopt.testing import FakeServer
+from moscopt.testing.scripted import MAGIC, respond
+
+runner = CliRunner()
+KEEP = {"careful-computation", "cautious-planner", "detail-verifier", "gate"}
+SPEC = """\
+name: addition
+description: "Scripted additions for tests"
+source:
+  local:
+    files: [addition.jsonl]
+    fields: {id: id, question: question, answer: answer}
+splits: {train: 8, val: 4, test: 2, seed: 1}
+grader: exact
+answer_instructions: "End with FINAL ANSWER: <n>"
+"""
+
+
+def server_responder(body: dict[str, Any]) -> str:
+    return respond(SimpleNamespace(messages=body["messages"]))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    assert runner.invoke(app, ["init", str(tmp_path)]).exit_code == 0
+    for folder in (tmp_path / "skills").iterdir():
+        if folder.name not in KEEP:
+            shutil.rmtree(folder)
+    (tmp_path / "addition.yaml").write_text(SPEC)
+    rows = [
+        {"id": f"a{i}", "question": f"Compute {i} + {i}.", "answer": str(2 * i)}
+        for i in range(1, 15)
+    ]
+    (tmp_path / "addition.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-SECRET-MARKER-1234567890")
+    return tmp_path
+
+
+def common(url: str) -> list[str]:
+    return ["--model", "openai/scripted", "--api-base", url, "--data", "addition.jsonl"]
+
+
+def train_args(url: str) -> list[str]:
+    return [
+        "train", "--benchmark", "addition.yaml", *common(url), "--n", "3", "--k", "2",
+        "--epochs", "1", "--steps-per-epoch", "2", "--run", "runs/r1", "--no-evolution",
+    ]  # fmt: skip
+
+
+def test_train_status_eval_end_to_end(project: Path) -> None:
+    with FakeServer(responder=server_responder) as server:
+        result = runner.invoke(app, train_args(server.url))
+        assert result.exit_code == 0, result.output
+        assert "validation score: 0.000 -> 1.000" in result.output
+        skill = (project / "runs/r1/skills/careful-computation/SKILL.md").read_text()
+        assert MAGIC in skill
+
+        status = runner.invoke(app, ["status", "--run", "runs/r1", "--json"])
+        data = json.loads(status.output)
+        assert data["edits"]["accepted"] == 1 and data["status"] == "done"
+        assert data["totals"]["calls"] == server.count("ok") > 0
+
+        before = server.count()
+        mixture = runner.invoke(app, ["eval", "--run", "runs/r1", "--split", "test", "--json"])
+        assert mixture.exit_code == 0, mixture.output
+        summary = json.loads(mixture.output)
+        assert summary["score"] == 1.0 and summary["mode"] == "mixture" and summary["tasks"] == 2
+        lines = (project / summary["results"]).read_text().splitlines()
+        assert len(lines) == 2 and json.loads(lines[0])["reward"] == 1.0
+        assert server.count() > before
+
+        baseline = runner.invoke(
+            app,
+            [
+                "eval",
+                "--benchmark",
+                "addition.yaml",
+                *common(server.url),
+                "--mode",
+                "none",
+                "--json",
+            ],
+        )
+        assert baseline.exit_code == 0, baseline.output
+        assert json.loads(baseline.output)["score"] == 0.0
+
+        # the same evaluation again is answered entirely from the run's cache
+        count = server.count()
+        again = runner.invoke(app, ["eval", "--run", "runs/r1", "--split", "test", "--json"])
+        assert json.loads(again.output)["score"] == 1.0 and server.count() == count
+
+        finished = runner.invoke(app, ["train", "--resume", "--run", "runs/r1"])
+        assert finished.exit_code == 2 and "already finished" in finished.output
+
+    # the API key never reaches the run directory
+    for path in (project / "runs").rglob("*"):
+        if path.is_file():
+            assert b"SECRET-MARKER" not in path.read_bytes(), path
+
+
+def test_auth_failure_stops_cleanly_and_resumes(project: Path) -> None:
+    with FakeServer(responder=server_responder) as server:
+        server.script("ok", "ok", "ok", "401")
+        result = runner.invoke(app, train_args(server.url))
+        assert result.exit_code == 1, result.output
+        # (the fake server may log a broken pipe for the requests moscopt abandoned)
+        last = result.output.splitlines()[-2:]
+        assert last[0].startswith("moscopt: stopped: ") and "HTTP 401" in last[0]
+        assert last[1] == "state saved; continue with: moscopt train --resume --run runs/r1"
+        run = RunDir.open(project / "runs/r1")
+        assert run.load_state().status == "stopped"
+        resumed = runner.invoke(app, ["train", "--resume", "--run", "runs/r1"])
+        assert resumed.exit_code == 0, resumed.output
+        assert MAGIC in (run.skills_dir / "careful-computation" / "SKILL.md").read_text()
+
+
+def test_budget_stop_then_resume_with_more_budget(project: Path) -> None:
+    with FakeServer(responder=server_responder) as server:
+        result = runner.invoke(app, [*train_args(server.url), "--max-calls", "10"])
+        assert result.exit_code == 1 and "budget" in result.output
+        assert 0 < server.count() <= 10  # never more calls than the budget
+        more = runner.invoke(app, ["train", "--resume", "--run", "runs/r1", "--max-calls", "1000"])
+        assert more.exit_code == 0, more.output
+        changed = runner.invoke(app, ["train", "--resume", "--run", "runs/r1", "--k", "3"])
+        assert changed.exit_code == 2
+
+
+def test_bad_train_input(project: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["train", "--benchmark", "nope", "--model", "openai/x", "--api-base", "http://127.0.0.1:9"],
+    )
+    assert result.exit_code == 2 and "unknown benchmark 'nope'" in result.output
+    result = runner.invoke(
+        app, ["train", "--benchmark", "addition.yaml", "--data", "addition.jsonl", "--k", "5"]
+    )
+    assert result.exit_code == 2 and "K = 5 but only 3 skills" in result.output
+    assert not (project / "runs").exists()
+    result = runner.invoke(app, ["train", "--resume"])
+    assert result.exit_code == 2 and "--resume needs --run" in result.output
