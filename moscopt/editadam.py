@@ -26,6 +26,7 @@ from moscopt.skills import Skill
 from moscopt.state import OptimizerState, RejectionRecord
 
 NONE = "(none)"
+PROPOSAL_TOKENS = 2048  # a bounded JSON proposal must never be cut off by the answer budget
 TASK_CHARS, RESPONSE_CHARS, GOLD_CHARS = 1200, 1500, 200
 
 
@@ -161,6 +162,7 @@ class EditAdam:
                 [{"role": "user", "content": render(name, **values)}],
                 schema=_schema(max_edits),
                 purpose=f"propose-{self.kind}",
+                max_tokens=PROPOSAL_TOKENS,
             )
         except LMOutputError as e:
             return parse_proposal(e.text)  # the typed error carries the raw text: try it strictly

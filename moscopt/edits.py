@@ -144,16 +144,17 @@ def _load_json_object(text: str) -> dict[str, Any]:
     try:
         data = json.loads(stripped)
     except json.JSONDecodeError:
-        # Prose around one JSON object: take the first decodable object that starts at a '{'.
+        # Prose around the proposal: take the first decodable object with an "edits" key.
         decoder = json.JSONDecoder()
         for m in re.finditer(r"\{", stripped):
             try:
                 data, _ = decoder.raw_decode(stripped, m.start())
-                break
             except json.JSONDecodeError:
                 continue
+            if isinstance(data, dict) and "edits" in data:
+                break
         else:
-            raise ProposalError("no JSON object found in the output") from None
+            raise ProposalError("no JSON proposal object found in the output") from None
     if not isinstance(data, dict):
         raise ProposalError("the output is JSON but not an object")
     return data

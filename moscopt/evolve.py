@@ -101,6 +101,7 @@ async def offspring(
             [{"role": "user", "content": render(prompt_name, **values)}],
             schema=NEW_SKILL_SCHEMA,
             purpose=f"evolve-{prompt_name}",
+            max_tokens=2400,
         )
         return new_skill(
             completion.data if completion.data is not None else completion.text, taken, origin
@@ -109,4 +110,3 @@ async def offspring(
         raise
     except (LMOutputError, LMRequestError, ValueError) as e:
         return None, str(e)[:200]
-

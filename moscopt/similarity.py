@@ -59,6 +59,12 @@ def _encoder(model: str) -> Any:
         except ImportError:
             pass
     try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a run
+    except ImportError:
+        pass
+    try:
         return SentenceTransformer(path, device="cpu")
     except Exception:  # no hub, no model: fall back to difflib
         return None

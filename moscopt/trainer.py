@@ -211,7 +211,7 @@ class Trainer:
         if self.progress is not None:
             self.progress(
                 {
-                    "epoch": self.state.epoch,
+                    "epoch": min(self.state.epoch, self.config.training.epochs - 1),
                     "epochs": self.config.training.epochs,
                     "step": self.state.step,
                     "phase": self.cursor.phase,
@@ -537,7 +537,7 @@ class Trainer:
             patch=patch,
             **self._where(),
         )
-        self.emit(event="edit", target=name, accepted=accepted, score=after)
+        self.emit(event="edit", target=name, verdict=accepted, score=after)
 
     def _where(self) -> dict[str, Any]:
         return {"epoch": self.state.epoch, "step": self.state.step, "phase": self.cursor.phase}
@@ -699,7 +699,7 @@ class Trainer:
             **self._where(),
         )
         self.save()
-        self.emit(event="evolution", accepted=accepted, score=after)
+        self.emit(event="evolution", verdict=accepted, score=after)
 
     async def restore_diversity(
         self, pool: Pool, taken: set[str]

@@ -39,6 +39,7 @@ def eval_cmd(
     max_cost: float | None = o.MAX_COST,
     data: Path | None = o.DATA,
     limit: int | None = o.LIMIT,
+    max_tokens: int | None = o.MAX_TOKENS,
     no_cache: bool = o.NO_CACHE,
     json_out: bool = o.JSON,
 ) -> None:
@@ -59,6 +60,7 @@ def eval_cmd(
         max_cost=max_cost,
         data=data,
         limit=limit,
+        max_tokens=max_tokens,
         no_cache=no_cache,
     )
     if run is not None:

@@ -19,6 +19,7 @@ MAX_CALLS = typer.Option(None, "--max-calls", help="Hard budget: LLM calls.")
 MAX_COST = typer.Option(None, "--max-cost", help="Hard budget: US dollars.")
 DATA = typer.Option(None, "--data", help="Local JSONL file or folder instead of the hub.")
 LIMIT = typer.Option(None, "--limit", help="Use only the first N tasks of each split.")
+MAX_TOKENS = typer.Option(None, "--max-tokens", help="Longest answer per LLM call, in tokens.")
 NO_CACHE = typer.Option(False, "--no-cache", help="Do not reuse cached LLM responses.")
 JSON = typer.Option(False, "--json", help="Machine-readable output.")
 
@@ -34,6 +35,7 @@ def overrides(
     max_cost: float | None = None,
     data: Path | None = None,
     limit: int | None = None,
+    max_tokens: int | None = None,
     no_cache: bool = False,
     **extra: Any,
 ) -> dict[str, Any]:
@@ -48,6 +50,7 @@ def overrides(
         "llm.max_cost": max_cost,
         "data.path": str(data) if data is not None else None,
         "data.limit": limit,
+        "sampling.max_tokens": max_tokens,
         "llm.cache": False if no_cache else None,
     }
     out.update(extra)

@@ -50,6 +50,7 @@ def train_cmd(
     max_cost: float | None = o.MAX_COST,
     data: Path | None = o.DATA,
     limit: int | None = o.LIMIT,
+    max_tokens: int | None = o.MAX_TOKENS,
     no_cache: bool = o.NO_CACHE,
     json_out: bool = o.JSON,
 ) -> None:
@@ -70,6 +71,7 @@ def train_cmd(
         max_cost=max_cost,
         data=data,
         limit=limit,
+        max_tokens=max_tokens,
         no_cache=no_cache,
         **{
             "pool.n": n,
@@ -162,10 +164,10 @@ class _Display:
         )
         kind = e.get("event")
         if kind == "edit":
-            verdict = "[green]accepted[/]" if e["accepted"] else "[red]rejected[/]"
+            verdict = "[green]accepted[/]" if e["verdict"] else "[red]rejected[/]"
             self._out().print(f"{head} edit {e['target']}: {verdict} ({e['score']:.3f})  {tail}")
         elif kind == "evolution":
-            verdict = "kept" if e["accepted"] else "reverted"
+            verdict = "kept" if e["verdict"] else "reverted"
             self._out().print(f"{head} evolution {verdict} ({e['score']:.3f})  {tail}")
         elif kind in ("phase", "done"):
             self._out().print(f"{head} {kind}  {tail}")
