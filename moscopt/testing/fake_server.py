@@ -342,6 +342,14 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 128
     owner: FakeServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (as a cancelled request does) is normal here, not an error."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints do
