@@ -1,10 +1,11 @@
 """The offline benchmark: procedurally generated, seeded, exactly gradable, no download.
 
-Five task families, each easy to state and easy to get wrong without a method, so that a
-written strategy (compute step by step, use the Python tool, count letter by letter, check the
-calendar) can move the score: multi-step arithmetic, unit conversions, date arithmetic, letter
-counting and word/letter reversal. Answers are short numbers, weekday names, ISO dates or a few
-words, compared canonically by the `exact` grader. Family in `meta["family"]`.
+Six task families, each easy to state and (but the first) easy to get wrong without a method,
+so that a written strategy (compute step by step, use the Python tool, count letter by letter,
+check the calendar) can move the score: one-step basics, multi-step arithmetic, unit
+conversions, date arithmetic, letter counting and word/letter reversal. Answers are short
+numbers, weekday names, ISO dates or a few words, compared canonically by the `exact` grader.
+Family in `meta["family"]`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,14 @@ class OfflineItem:
     family: str
     question: str
     answer: str
+
+
+def _basics(rng: random.Random) -> tuple[str, str]:
+    """One-step arithmetic on small numbers: the floor that even a tiny model can reach."""
+    a, b = rng.randint(2, 20), rng.randint(2, 12)
+    op = rng.choice("+-*")
+    value = a + b if op == "+" else a - b if op == "-" else a * b
+    return f"What is {a} {op} {b}?", str(value)
 
 
 def _arithmetic(rng: random.Random) -> tuple[str, str]:
@@ -167,6 +176,7 @@ def _reversal(rng: random.Random) -> tuple[str, str]:
 
 
 FAMILIES: dict[str, Callable[[random.Random], tuple[str, str]]] = {
+    "basics": _basics,
     "arithmetic": _arithmetic,
     "units": _units,
     "dates": _dates,

@@ -157,20 +157,24 @@ class _Display:
         if self.quiet:
             return
         best = "-" if e.get("best_val") is None else f"{e['best_val']:.3f}"
-        head = f"epoch {e['epoch'] + 1}/{e['epochs']} step {e['step']} {e['phase']:<6}"
+        head = f"[{e['epoch'] + 1}/{e['epochs']}] step {e['step']} {e['phase']}:"
+        tokens = e["tokens"]
+        tok = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
         tail = (
-            f"val {best}  edits +{e['accepted']}/-{e['rejected']}  calls {e['calls']}  "
-            f"tokens {e['tokens']}  ${e['cost']:.4f}"
+            f"val {best} | edits +{e['accepted']}/-{e['rejected']} | {e['calls']} calls, "
+            f"{tok} tok, ${e['cost']:.4f}"
         )
         kind = e.get("event")
         if kind == "edit":
             verdict = "[green]accepted[/]" if e["verdict"] else "[red]rejected[/]"
-            self._out().print(f"{head} edit {e['target']}: {verdict} ({e['score']:.3f})  {tail}")
+            self._out().print(f"{head} edit {e['target']} {verdict} ({e['score']:.3f}) | {tail}")
         elif kind == "evolution":
             verdict = "kept" if e["verdict"] else "reverted"
-            self._out().print(f"{head} evolution {verdict} ({e['score']:.3f})  {tail}")
-        elif kind in ("phase", "done"):
-            self._out().print(f"{head} {kind}  {tail}")
+            self._out().print(f"{head} evolution {verdict} ({e['score']:.3f}) | {tail}")
+        elif kind == "phase":
+            self._out().print(f"{head} start | {tail}")
+        elif kind == "done":
+            self._out().print(f"finished | {tail}")
 
     def close(self) -> None:
         pass

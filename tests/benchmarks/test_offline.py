@@ -10,7 +10,7 @@ def test_offline_is_deterministic_and_small() -> None:
     bench = get_benchmark("offline")
     a, b = bench.load(), bench.load()
     assert a.ids() == b.ids()
-    assert a.sizes() == {"train": 40, "val": 20, "test": 40}
+    assert a.sizes() == {"train": 48, "val": 24, "test": 48}
     assert bench.tools == ["python"]
     for task in a["all"]:
         assert len(task.prompt) < 250 and len(str(task.gold)) < 60

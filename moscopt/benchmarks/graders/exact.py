@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from moscopt.benchmarks.extract import extract_answer, extract_number, normalize_number_text
+from moscopt.benchmarks.extract import (
+    extract_answer,
+    extract_number,
+    last_number,
+    normalize_number_text,
+)
 from moscopt.benchmarks.tasks import Grade, Task
 
 _NUM_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?$")
@@ -62,6 +67,8 @@ def grade_exact(task: Task, response: str) -> Grade:
     """Exact match after normalization; numbers compare by value, not spelling."""
     gold = gold_answer_text(task.gold)
     answer = extract_answer(response)
+    if answer is None and to_number(gold) is not None:
+        answer = last_number(response)  # no marker: a numeric answer is the last number written
     if answer is None:
         lines = [ln for ln in response.strip().split("\n") if ln.strip()]
         if not lines:
