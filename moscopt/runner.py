@@ -324,7 +324,7 @@ def make_router(config: Config, pool: Pool | None, state: Any, lm: LM) -> Router
     if pool is None:
         return FixedSkills((), "none")
     k = min(config.pool.k, len(pool))
-    if len(pool) == 1 or config.gating.policy == "all":
+    if len(pool) == 1 or config.gating.policy == "all" or k >= len(pool):
         return FixedSkills(pool.names, "single" if len(pool) == 1 else "all")
     if config.gating.policy == "random" or pool.gate is None:
         return RandomGate(pool, k, config.seed)

@@ -145,7 +145,11 @@ class Trainer:
 
     @property
     def llm_gate(self) -> bool:
-        return self.config.gating.policy == "llm" and not self.single and self.pool.gate is not None
+        return (
+            self.config.gating.policy == "llm"
+            and self.config.pool.k < len(self.pool)
+            and self.pool.gate is not None
+        )
 
     @property
     def cursor(self) -> Cursor:
@@ -155,7 +159,7 @@ class Trainer:
         if self.single:
             return FixedSkills(pool.names[:1], "single")
         policy = self.config.gating.policy
-        if policy == "all":
+        if policy == "all" or self.config.pool.k >= len(pool):  # K = N: nothing to select
             return FixedSkills(pool.names, "all")
         if policy == "random" or pool.gate is None:
             return RandomGate(pool, self.config.pool.k, self.config.seed)
