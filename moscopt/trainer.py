@@ -28,7 +28,7 @@ import jsonpatch
 from moscopt.agent import SkillAgent
 from moscopt.config import Config
 from moscopt.credit import Outcome, assign_credit, forget
-from moscopt.editadam import EditAdam, format_trajectories
+from moscopt.editadam import Candidate, EditAdam, format_trajectories
 from moscopt.edits import ProposalError
 from moscopt.evaluate import run_tasks
 from moscopt.evolve import best_pair, eliminate, offspring, pool_listing, top_skill
@@ -180,17 +180,15 @@ class Trainer:
         )
 
     def live_stats(self) -> GateStats:
-        return GateStats(
-            q=dict(self.state.q),
-            activations=dict(self.state.activations),
-            enriched=self.state.epoch >= self.config.gating.enrich_epoch,
-            c_min=self.config.credit.c_min,
-        )
+        return self._stats(self.state.q, self.state.activations)
 
     def val_stats(self) -> GateStats:
+        return self._stats(self.cursor.val_q, self.cursor.val_activations)
+
+    def _stats(self, q: dict[str, float], activations: dict[str, int]) -> GateStats:
         return GateStats(
-            q=dict(self.cursor.val_q),
-            activations=dict(self.cursor.val_activations),
+            q=dict(q),
+            activations=dict(activations),
             enriched=self.state.epoch >= self.config.gating.enrich_epoch,
             c_min=self.config.credit.c_min,
         )
@@ -438,21 +436,21 @@ class Trainer:
             f"this minibatch: {batch:.3f} over {len(records)} tasks"
         )
 
-    async def edit(self, name: str, records: Sequence[Record]) -> None:
-        """One EditAdam step on one skill (or the gate): reflect, propose, apply, validate."""
+    async def reflect_and_propose(
+        self, name: str, records: Sequence[Record]
+    ) -> tuple[EditAdam, OptimizerState, Candidate | None]:
+        """Reflect on `records`, propose and apply; the candidate (None: unusable proposal)."""
         kind = "gate" if name == GATE_NAME else "skill"
         adam = EditAdam(self.optimizer_lm, self.config.optimizer, kind=kind)
         opt = self.state.optimizers.setdefault(name, OptimizerState())
         target = self.pool.get(name)
         if kind == "gate":
             table = summary_table(self.pool, q=self.state.q, activations=self.state.activations)
-            await adam.reflect(
-                target, self.routing_cases(records), opt, k=self.config.pool.k, table=table
-            )
+            evidence = self.routing_cases(records)
+            await adam.reflect(target, evidence, opt, k=self.config.pool.k, table=table)
         else:
             await adam.reflect(target, self.evidence(name, records), opt)
         max_edits = await self.edit_budget(adam)
-        before = self.cursor.best_val or 0.0
         try:
             proposal = await adam.propose(
                 target, opt, scores=self.scores_text(records), max_edits=max_edits
@@ -461,8 +459,16 @@ class Trainer:
             self.run.events.append(
                 "edit", target=name, status="unusable", reason=str(e)[:300], **self._where()
             )
+            return adam, opt, None
+        return adam, opt, adam.apply(target, proposal, max_edits)
+
+    async def edit(self, name: str, records: Sequence[Record]) -> None:
+        """One EditAdam step on one skill (or the gate): reflect, propose, apply, validate."""
+        adam, opt, candidate = await self.reflect_and_propose(name, records)
+        if candidate is None:
             return
-        candidate = adam.apply(target, proposal, max_edits)
+        proposal = candidate.proposal
+        before = self.cursor.best_val or 0.0
         outcomes = [
             {"op": o.edit.op, "status": o.status, "reason": o.reason}
             for o in candidate.applied.outcomes
@@ -551,28 +557,12 @@ class Trainer:
         names = list(targets) + ([GATE_NAME] if self.llm_gate else [])
         new_pool, parts, adams = self.pool, [], {}
         for name in names:
-            kind = "gate" if name == GATE_NAME else "skill"
-            adam = adams[name] = EditAdam(self.optimizer_lm, self.config.optimizer, kind=kind)
-            opt = self.state.optimizers.setdefault(name, OptimizerState())
-            target = self.pool.get(name)
-            if kind == "gate":
-                table = summary_table(self.pool, q=self.state.q, activations=self.state.activations)
-                await adam.reflect(
-                    target, self.routing_cases(records), opt, k=self.config.pool.k, table=table
-                )
-            else:
-                await adam.reflect(target, self.evidence(name, records), opt)
-            max_edits = await self.edit_budget(adam)
-            try:
-                proposal = await adam.propose(
-                    target, opt, scores=self.scores_text(records), max_edits=max_edits
-                )
-            except ProposalError:
-                continue
-            candidate = adam.apply(target, proposal, max_edits)
-            if candidate.changed:
+            adams[name], _, candidate = await self.reflect_and_propose(name, records)
+            if candidate is not None and candidate.changed:
                 new_pool = new_pool.replace(candidate.skill)
-                parts.append((name, proposal.summary(self.config.optimizer.summary_chars)))
+                parts.append(
+                    (name, candidate.proposal.summary(self.config.optimizer.summary_chars))
+                )
         if not parts:
             return
         before = self.cursor.best_val or 0.0

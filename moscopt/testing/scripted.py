@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from moscopt.benchmarks import Benchmark, Splits, Task, get_benchmark
@@ -110,3 +112,37 @@ def make_run(
     bench = get_benchmark("offline")
     run = RunDir.create(tmp_path / "run", config, pool, initial_state(config, pool, "offline", sp))
     return run, config, bench, sp, seeds
+
+
+# -- the same environment through the command line and the loopback server ----------------------
+
+PROJECT_SKILLS = ("careful-computation", "cautious-planner", "detail-verifier", "gate")
+ADDITION_SPEC = """\
+name: addition
+description: "Scripted additions for tests"
+source:
+  local:
+    files: [addition.jsonl]
+    fields: {id: id, question: question, answer: answer}
+splits: {train: 8, val: 4, test: 2, seed: 1}
+grader: exact
+answer_instructions: "End with FINAL ANSWER: <n>"
+"""
+
+
+def server_responder(body: dict[str, Any]) -> str:
+    """`respond` for `FakeServer` (which hands over the request body)."""
+    return respond(SimpleNamespace(messages=body["messages"]))  # type: ignore[arg-type]
+
+
+def write_project(root: Path, seed_dir: Path, config: str = "") -> None:
+    """A project with three seed skills and the gate, and the `addition` benchmark + data."""
+    for name in PROJECT_SKILLS:
+        shutil.copytree(seed_dir / name, root / "skills" / name, dirs_exist_ok=True)
+    (root / "moscopt.yaml").write_text(config)
+    (root / "addition.yaml").write_text(ADDITION_SPEC)
+    rows = [
+        {"id": f"a{i}", "question": f"Compute {i} + {i}.", "answer": str(2 * i)}
+        for i in range(1, 15)
+    ]
+    (root / "addition.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

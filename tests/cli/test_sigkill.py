@@ -2,42 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
 from moscopt.fsio import iter_jsonl
 from moscopt.rundir import RunDir
 from moscopt.testing import FakeServer
-from moscopt.testing.scripted import respond
+from moscopt.testing.scripted import server_responder as responder
+from moscopt.testing.scripted import write_project
 
 pytestmark = pytest.mark.slow
-
-KEEP = {"careful-computation", "cautious-planner", "detail-verifier", "gate"}
-SPEC = """\
-name: addition
-description: "Scripted additions for tests"
-source:
-  local:
-    files: [addition.jsonl]
-    fields: {id: id, question: question, answer: answer}
-splits: {train: 8, val: 4, test: 2, seed: 1}
-grader: exact
-answer_instructions: "End with FINAL ANSWER: <n>"
-"""
-
-
-def responder(body: dict[str, Any]) -> str:
-    return respond(SimpleNamespace(messages=body["messages"]))  # type: ignore[arg-type]
 
 
 def moscopt(project: Path, *args: str) -> subprocess.Popen[bytes]:
@@ -62,17 +42,7 @@ def train_args(url: str, run: str) -> list[str]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     seeds = Path(__file__).resolve().parents[2] / "skills"
-    for name in KEEP:
-        shutil.copytree(seeds / name, tmp_path / "skills" / name)
-    (tmp_path / "moscopt.yaml").write_text(
-        "credit:\n  c_min: 1\nevolution:\n  embedding_model: difflib\n"
-    )
-    (tmp_path / "addition.yaml").write_text(SPEC)
-    rows = [
-        {"id": f"a{i}", "question": f"Compute {i} + {i}.", "answer": str(2 * i)}
-        for i in range(1, 15)
-    ]
-    (tmp_path / "addition.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_project(tmp_path, seeds, "credit:\n  c_min: 1\nevolution:\n  embedding_model: difflib\n")
     return tmp_path
 
 

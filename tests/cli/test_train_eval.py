@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -14,39 +11,14 @@ from typer.testing import CliRunner
 from moscopt.cli import app
 from moscopt.rundir import RunDir
 from moscopt.testing import FakeServer
-from moscopt.testing.scripted import MAGIC, respond
+from moscopt.testing.scripted import MAGIC, server_responder, write_project
 
 runner = CliRunner()
-KEEP = {"careful-computation", "cautious-planner", "detail-verifier", "gate"}
-SPEC = """\
-name: addition
-description: "Scripted additions for tests"
-source:
-  local:
-    files: [addition.jsonl]
-    fields: {id: id, question: question, answer: answer}
-splits: {train: 8, val: 4, test: 2, seed: 1}
-grader: exact
-answer_instructions: "End with FINAL ANSWER: <n>"
-"""
-
-
-def server_responder(body: dict[str, Any]) -> str:
-    return respond(SimpleNamespace(messages=body["messages"]))  # type: ignore[arg-type]
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    assert runner.invoke(app, ["init", str(tmp_path)]).exit_code == 0
-    for folder in (tmp_path / "skills").iterdir():
-        if folder.name not in KEEP:
-            shutil.rmtree(folder)
-    (tmp_path / "addition.yaml").write_text(SPEC)
-    rows = [
-        {"id": f"a{i}", "question": f"Compute {i} + {i}.", "answer": str(2 * i)}
-        for i in range(1, 15)
-    ]
-    (tmp_path / "addition.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> Path:
+    write_project(tmp_path, seed_dir)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-SECRET-MARKER-1234567890")
     return tmp_path

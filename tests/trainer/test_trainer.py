@@ -130,3 +130,28 @@ def test_interrupted_run_resumes_to_the_same_pool(
     assert resumed.state.q == ref_state.q and resumed.state.synergy == ref_state.synergy
     assert resumed.state.accepted_edits() == ref_state.accepted_edits()
     assert len(run.events.of_type("rollout")) == len(ref_run.events.of_type("rollout"))
+
+
+def test_no_interleaving_ablation_edits_everything_at_once(tmp_path: Path, seed_dir: Path) -> None:
+    run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.interleave": False})
+    trainer = train(run, config, bench, sp, seeds, FakeLM(responder=respond))
+    edits = run.events.of_type("edit")
+    assert {e["phase"] for e in edits} == {"skills"}  # no separate gate phase
+    first = next(e for e in edits if e["status"] == "rejected")
+    assert "careful-computation:" in first["summary"] and "gate:" in first["summary"]
+    assert MAGIC in trainer.pool.get("careful-computation").body
+    assert trainer.state.optimizers["gate"].rejected >= 1
+
+
+@pytest.mark.parametrize(("policy", "source"), [("random", "random"), ("all", "all")])
+def test_routing_ablations_make_no_gate_calls(
+    tmp_path: Path, seed_dir: Path, policy: str, source: str
+) -> None:
+    run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"gating.policy": policy})
+    lm = FakeLM(responder=respond)
+    train(run, config, bench, sp, seeds, lm)
+    assert not any("## Available skills" in r.messages[-1]["content"] for r in lm.history)
+    rollouts = run.events.of_type("rollout")
+    assert {e["activation"] for e in rollouts} == {source}
+    assert all(len(e["skills"]) == (2 if policy == "random" else 3) for e in rollouts)
+    assert not [e for e in run.events.of_type("edit") if e["target"] == "gate"]
