@@ -7,14 +7,19 @@ invalid offspring is reported as None: evolution then simply adds fewer skills.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from moscopt.config import Config
 from moscopt.lm.base import LM
 from moscopt.lm.errors import LMFatalError, LMOutputError, LMRequestError
 from moscopt.prompting import render
+from moscopt.similarity import mean_pairwise_similarity, most_similar_pair
 from moscopt.skills import Pool, Skill, slugify
+from moscopt.state import RunState
 
 NEW_SKILL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -110,3 +115,88 @@ async def offspring(
         raise
     except (LMOutputError, LMRequestError, ValueError) as e:
         return None, str(e)[:200]
+
+
+Notes = list[dict[str, Any]]
+
+
+async def next_generation(
+    lm: LM, pool: Pool, state: RunState, config: Config, seeds: Pool, fresh_rng: random.Random
+) -> tuple[Pool, Notes]:
+    """The candidate pool of one evolution cycle (the trainer validates it) and what was done.
+
+    Eliminate the M lowest-Q eligible skills, replace each by an offspring (alternately a child
+    of the highest-synergy pair and a mutation of the top skill), then restore diversity.
+    """
+    cfg = config.evolution
+    removed = eliminate(
+        pool.names,
+        state.q,
+        state.activations,
+        state.synergy,
+        m=cfg.eliminate,
+        c_min=config.credit.c_min,
+        protect_above=config.credit.synergy_protect,
+    )
+    notes: Notes = [{"kind": "eliminate", "skill": n, "q": state.q.get(n)} for n in removed]
+    taken = set(state.names_used) | set(pool.names)
+    for name in removed:
+        pool = pool.remove(name)
+    for i in range(len(removed)):
+        pair = best_pair(pool.names, state.synergy)
+        if pair is not None and i % 2 == 0:
+            kind, origin = "crossover", "crossover"
+            values = {"first": pool.get(pair[0]).dumps(), "second": pool.get(pair[1]).dumps()}
+        else:
+            kind, origin = "mutate", "mutation"
+            parent = pool.get(top_skill(pool.names, state.q))
+            values = {"skill": parent.dumps(), "fraction": f"{cfg.mutation_fraction:.0%}"}
+        child, why = await offspring(lm, kind, taken, origin, pool=pool_listing(pool), **values)
+        if child is not None:
+            pool = pool.add(child)
+            taken.add(child.name)
+        notes.append({"kind": kind, "skill": child.name if child else None, "error": why})
+    pool, more = await restore_diversity(lm, pool, state, config, seeds, taken, fresh_rng)
+    return pool, notes + more
+
+
+async def restore_diversity(
+    lm: LM,
+    pool: Pool,
+    state: RunState,
+    config: Config,
+    seeds: Pool,
+    taken: set[str],
+    rng: random.Random,
+) -> tuple[Pool, Notes]:
+    """Above the similarity threshold: mutate one of the closest pair, inject fresh skills."""
+    cfg = config.evolution
+    skills = list(pool)
+    bodies = [x.body for x in skills]
+    sim, method = await asyncio.to_thread(mean_pairwise_similarity, bodies, cfg.embedding_model)
+    notes: Notes = [{"kind": "diversity", "similarity": round(sim, 4), "method": method}]
+    if sim <= cfg.diversity_threshold or len(skills) < 2:
+        return pool, notes
+    victim = skills[most_similar_pair(bodies)[0]]
+    fraction = f"{cfg.mutation_fraction:.0%}"
+    mutant, why = await offspring(
+        lm, "mutate", taken, "forced-mutation",
+        skill=victim.dumps(), pool=pool_listing(pool), fraction=fraction,
+    )  # fmt: skip
+    if mutant is not None:
+        pool = pool.remove(victim.name).add(mutant)
+        taken.add(mutant.name)
+    notes.append({"kind": "forced_mutation", "replaced": victim.name,
+                  "skill": mutant.name if mutant else None, "error": why})  # fmt: skip
+    candidates = [x for x in seeds if x.name not in pool.names]
+    for seed in rng.sample(candidates, min(cfg.fresh_skills, len(candidates))):
+        worst = min(pool.names, key=lambda n: (state.q.get(n, 0.0), n))
+        child, why = await offspring(
+            lm, "fresh", taken, "fresh", seed=seed.dumps(), pool=pool_listing(pool)
+        )
+        if child is not None and len(pool) > 1:
+            pool = pool.remove(worst).add(child)
+            taken.add(child.name)
+        notes.append({"kind": "fresh", "replaced": worst,
+                      "skill": child.name if child else None, "error": why})  # fmt: skip
+    return pool, notes

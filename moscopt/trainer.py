@@ -14,7 +14,6 @@ log, so a run killed at any point and resumed makes the same decisions as an uni
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import math
 import random
@@ -31,7 +30,7 @@ from moscopt.credit import Outcome, assign_credit, forget
 from moscopt.editadam import Candidate, EditAdam, format_trajectories
 from moscopt.edits import ProposalError
 from moscopt.evaluate import run_tasks
-from moscopt.evolve import best_pair, eliminate, offspring, pool_listing, top_skill
+from moscopt.evolve import next_generation
 from moscopt.gating import (
     FixedSkills,
     GateStats,
@@ -45,7 +44,6 @@ from moscopt.harness import Rollout
 from moscopt.lm.base import LM
 from moscopt.rundir import RunDir
 from moscopt.schedule import budget
-from moscopt.similarity import mean_pairwise_similarity, most_similar_pair
 from moscopt.skills import GATE_NAME, Pool, Skill
 from moscopt.state import Cursor, OptimizerState, RunState, ScorePoint, Totals
 
@@ -625,54 +623,16 @@ class Trainer:
     # -- phase 3: collective evolution -----------------------------------------------------------
 
     async def phase_evolve(self) -> None:
-        cfg, s = self.config.evolution, self.state
+        s = self.state
         before = self.cursor.best_val or 0.0
-        removed = eliminate(
-            self.pool.names,
-            s.q,
-            s.activations,
-            s.synergy,
-            m=cfg.eliminate,
-            c_min=self.config.credit.c_min,
-            protect_above=self.config.credit.synergy_protect,
+        pool, notes = await next_generation(
+            self.optimizer_lm,
+            self.pool,
+            s,
+            self.config,
+            self.seeds,
+            fresh_rng=random.Random(f"{self.config.seed}:fresh:{s.epoch}"),
         )
-        pool, notes = self.pool, []
-        taken = set(s.names_used) | set(self.pool.names)
-        for name in removed:
-            pool = pool.remove(name)
-            notes.append({"kind": "eliminate", "skill": name, "q": s.q.get(name)})
-        for i in range(len(removed)):
-            pair = best_pair(pool.names, s.synergy)
-            if pair is not None and i % 2 == 0:
-                a, b = pool.get(pair[0]), pool.get(pair[1])
-                child, why = await offspring(
-                    self.optimizer_lm,
-                    "crossover",
-                    taken,
-                    "crossover",
-                    first=a.dumps(),
-                    second=b.dumps(),
-                    pool=pool_listing(pool),
-                )
-                kind = "crossover"
-            else:
-                parent = pool.get(top_skill(pool.names, s.q))
-                child, why = await offspring(
-                    self.optimizer_lm,
-                    "mutate",
-                    taken,
-                    "mutation",
-                    skill=parent.dumps(),
-                    pool=pool_listing(pool),
-                    fraction=f"{cfg.mutation_fraction:.0%}",
-                )
-                kind = "mutate"
-            if child is not None:
-                pool = pool.add(child)
-                taken.add(child.name)
-            notes.append({"kind": kind, "skill": child.name if child else None, "error": why})
-        pool, diversity_notes = await self.restore_diversity(pool, taken)
-        notes += diversity_notes
         if pool.digest() == self.pool.digest():
             self.run.events.append("evolution", changes=notes, accepted=False, **self._where())
             return
@@ -694,67 +654,6 @@ class Trainer:
         )
         self.save()
         self.emit(event="evolution", verdict=accepted, score=after)
-
-    async def restore_diversity(
-        self, pool: Pool, taken: set[str]
-    ) -> tuple[Pool, list[dict[str, Any]]]:
-        """Above the similarity threshold: mutate one of the closest pair, inject fresh skills."""
-        cfg = self.config.evolution
-        skills = list(pool)
-        sim, method = await asyncio.to_thread(
-            mean_pairwise_similarity, [x.body for x in skills], cfg.embedding_model
-        )
-        notes: list[dict[str, Any]] = [
-            {"kind": "diversity", "similarity": round(sim, 4), "method": method}
-        ]
-        if sim <= cfg.diversity_threshold or len(skills) < 2:
-            return pool, notes
-        i, _ = most_similar_pair([x.body for x in skills])
-        victim = skills[i]
-        mutant, why = await offspring(
-            self.optimizer_lm,
-            "mutate",
-            taken,
-            "forced-mutation",
-            skill=victim.dumps(),
-            pool=pool_listing(pool),
-            fraction=f"{cfg.mutation_fraction:.0%}",
-        )
-        if mutant is not None:
-            pool = pool.remove(victim.name).add(mutant)
-            taken.add(mutant.name)
-        notes.append(
-            {
-                "kind": "forced_mutation",
-                "replaced": victim.name,
-                "skill": mutant.name if mutant else None,
-                "error": why,
-            }
-        )
-        fresh_seeds = [x for x in self.seeds if x.name not in pool.names]
-        rng = random.Random(f"{self.config.seed}:fresh:{self.state.epoch}")
-        for seed in rng.sample(fresh_seeds, min(cfg.fresh_skills, len(fresh_seeds))):
-            worst = min(pool.names, key=lambda n: (self.state.q.get(n, 0.0), n))
-            child, why = await offspring(
-                self.optimizer_lm,
-                "fresh",
-                taken,
-                "fresh",
-                seed=seed.dumps(),
-                pool=pool_listing(pool),
-            )
-            if child is not None and len(pool) > 1:
-                pool = pool.remove(worst).add(child)
-                taken.add(child.name)
-            notes.append(
-                {
-                    "kind": "fresh",
-                    "replaced": worst,
-                    "skill": child.name if child else None,
-                    "error": why,
-                }
-            )
-        return pool, notes
 
     # -- end of epoch ----------------------------------------------------------------------------
 
