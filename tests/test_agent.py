@@ -130,3 +130,28 @@ def test_fixed_skills_modes(seed_dir: Path, offline) -> None:  # type: ignore[no
     agent = SkillAgent(lm, bench, pool, FixedSkills(pool.names, "all"))
     rollout = asyncio.run(agent.run(splits.val[0]))
     assert rollout.activation == "all" and len(rollout.skills) == 10 and lm.stats.calls == 1
+
+
+def test_step_level_gating_reselects_before_each_step(seed_dir: Path, offline) -> None:  # type: ignore[no-untyped-def]
+    bench, _ = offline
+    pool = Pool.load(seed_dir, require_gate=True)
+    picks = iter(["ACTIVATE: cautious-planner", "ACTIVATE: python-tool-use"])
+
+    def respond(request: LMRequest) -> str:
+        last = request.messages[-1]["content"]
+        if "## Available skills" in last:
+            return next(picks)
+        if last.startswith("Python output:"):
+            return "FINAL ANSWER: 801"
+        return "```python\nprint((98 + 8) * 8 - 47)\n```"
+
+    lm = FakeLM(responder=respond)
+    agent = SkillAgent(
+        lm, bench, pool, LLMGate(lm, pool, 1), tools=["python"], max_steps=3, granularity="step"
+    )
+    rollout = asyncio.run(agent.run(TASK))
+    assert rollout.reward == 1.0 and rollout.calls == 4  # gate, agent, gate, agent
+    second_gate = lm.history[2].messages[-1]["content"]
+    assert "## Progress so far" in second_gate
+    assert "## Skill: python-tool-use" in lm.history[3].messages[0]["content"]
+    assert "## Skill: cautious-planner" not in lm.history[3].messages[0]["content"]

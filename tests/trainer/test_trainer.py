@@ -155,3 +155,34 @@ def test_routing_ablations_make_no_gate_calls(
     assert {e["activation"] for e in rollouts} == {source}
     assert all(len(e["skills"]) == (2 if policy == "random" else 3) for e in rollouts)
     assert not [e for e in run.events.of_type("edit") if e["target"] == "gate"]
+
+
+def test_repeated_gate_parse_failures_restore_the_last_good_gate(
+    tmp_path: Path, seed_dir: Path
+) -> None:
+    from moscopt.harness import Rollout
+
+    run, config, bench, sp, seeds = make_run(
+        tmp_path, seed_dir, **{"gating.rebuild_window": 2, "gating.rebuild_threshold": 0.3}
+    )
+    trainer = Trainer(
+        run=run, config=config, benchmark=bench, splits=sp,
+        agent_lm=FakeLM(), optimizer_lm=FakeLM(), seeds=seeds,
+    )  # fmt: skip
+
+    def batch(fallbacks: int) -> list[Rollout]:
+        return [
+            Rollout("t", ("a",), "fallback" if i < fallbacks else "gate", [], "", None, 0.0)
+            for i in range(4)
+        ]
+
+    good = trainer.pool.gate
+    trainer.watch_gate(batch(0))  # a good step: this gate is remembered
+    assert good is not None
+    broken = good.with_body(good.body + "\nAnswer in French.\n")
+    trainer.pool = trainer.pool.replace(broken)
+    trainer.watch_gate(batch(3))
+    assert trainer.pool.gate == broken  # one bad step is not enough
+    trainer.watch_gate(batch(4))
+    assert trainer.pool.gate == good  # two consecutive steps above 30%: restored
+    assert run.events.of_type("gate_restored")
