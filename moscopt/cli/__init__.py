@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from moscopt.cli import (  # noqa: F401  (importing a module registers its command)
     benchmarks,
+    diff,
     eval,
     init,
+    log,
+    report,
     status,
     stubs,
     train,

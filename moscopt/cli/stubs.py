@@ -11,9 +11,6 @@ from moscopt.cli.app import app
 _PENDING = {
     "export": "Export a run as a mixture, a static routing table or one distilled skill.",
     "route": "Show which K skills the gate picks for a task, and why.",
-    "log": "History of edits with before/after scores and reasons.",
-    "diff": "Text diff of a skill between two steps.",
-    "report": "Markdown/HTML report with learning-curve plots.",
 }
 
 

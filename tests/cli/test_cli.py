@@ -125,7 +125,7 @@ def test_benchmarks_lists_specs() -> None:
 
 
 def test_pending_commands_say_so_and_fail() -> None:
-    for cmd in ("export", "route", "log", "diff", "report"):
+    for cmd in ("export", "route"):
         result = runner.invoke(app, [cmd, "--benchmark", "aime"])
         assert result.exit_code == 1
         assert "not available yet" in result.output

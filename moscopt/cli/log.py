@@ -1,0 +1,93 @@
+"""`moscopt log`: the history of a run's edits, evolution cycles and gate restorations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from moscopt.cli.app import app
+
+STEP_HELP = (
+    "Steps are the trainer's step counter (state.step): it starts at 0 and goes up after each "
+    "minibatch of the skills phase and each gate-editing step; evolution happens at the step "
+    "the counter shows then, so one step can hold several events."
+)
+
+
+@app.command("log", help=f"History of edits with before/after scores and reasons. {STEP_HELP}")
+def log_cmd(
+    run: Path | None = typer.Option(
+        None, "--run", help="A run directory (default: the project's latest run)."
+    ),
+    skill: str | None = typer.Option(
+        None, "--skill", help="Only what concerns this skill (or 'gate')."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output (a JSON list)."),
+) -> None:
+    import json
+
+    from moscopt.errors import UserError
+    from moscopt.history import History, open_run
+
+    history = History.load(open_run(run))
+    entries = history.entries
+    if skill is not None:
+        if skill not in history.known_names():
+            raise UserError(
+                f"unknown skill '{skill}' in this run (known: {', '.join(history.known_names())})",
+                field="skill",
+            )
+        entries = [e for e in entries if e.touches(skill)]
+    for warning in history.warnings:
+        typer.echo(f"moscopt: warning: {warning}", err=True)
+    rows = [e.to_json() for e in entries]
+    if json_out:
+        typer.echo(json.dumps(rows, indent=2, sort_keys=True))
+        return
+    if not rows:
+        typer.echo("no edits, evolution cycles or gate restorations logged yet")
+        return
+    for row in rows:
+        typer.echo(render_entry(row))
+
+
+def _score(x: Any) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def render_entry(row: dict[str, Any]) -> str:
+    """One entry as text: a head line, then indented details."""
+    where = f"step {row['step']:>3}  epoch {row['epoch']}"
+    if row["kind"] == "edit":
+        scores = (
+            f"{_score(row['before'])} -> {_score(row['after'])}"
+            if row["before"] is not None
+            else "not validated"
+        )
+        lines = [
+            f"{where}  {row['phase']:<6} {row['target']}  {row['status']}  {scores}",
+            f"    {row['summary']}",
+        ]
+        if row["reasoning"]:
+            lines.append(f"    reasoning: {' '.join(row['reasoning'].split())}")
+        return "\n".join(lines)
+    if row["kind"] == "evolution":
+        verdict = "accepted" if row["accepted"] else "rejected"
+        if row["before"] is None:
+            verdict = "no change"
+        lines = [
+            f"{where}  evolve evolution  {verdict}  {_score(row['before'])} -> "
+            f"{_score(row['after'])}"
+            if row["before"] is not None
+            else f"{where}  evolve evolution  {verdict}"
+        ]
+        if row["eliminated"]:
+            lines.append(f"    eliminated: {', '.join(row['eliminated'])}")
+        if row["added"]:
+            lines.append(f"    added: {', '.join(row['added'])}")
+        if row["similarity"] is not None:
+            lines.append(f"    mean pairwise similarity: {row['similarity']:.3f}")
+        return "\n".join(lines)
+    return f"{where}  gate restored from its last good version (repeated parse failures)"

@@ -1,0 +1,36 @@
+"""`moscopt report`: a Markdown (or HTML) report of a run with a learning-curve plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from moscopt.cli.app import app
+
+
+@app.command("report")
+def report_cmd(
+    run: Path | None = typer.Option(
+        None, "--run", help="A run directory (default: the project's latest run)."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "-o",
+        "--out",
+        help="Report file, or a directory for report.md/.html (default: <run>/report.md).",
+    ),
+    html_out: bool = typer.Option(False, "--html", help="Write HTML instead of Markdown."),
+) -> None:
+    """Write a Markdown/HTML report: settings and totals, a learning-curve plot (PNG next to the
+    report), best validation score per epoch, evaluated modes (from `moscopt eval --run`), every
+    edit and evolution cycle, and the final Q-scores."""
+    from moscopt.history import open_run
+    from moscopt.report import write_report
+
+    result = write_report(open_run(run), out, html_out=html_out)
+    for note in result.notes:
+        typer.echo(f"moscopt: {note}", err=True)
+    typer.echo(f"report: {result.path}")
+    if result.plot is not None:
+        typer.echo(f"plot: {result.plot}")
