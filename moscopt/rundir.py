@@ -199,17 +199,25 @@ class RunDir:
             pool.dump(self.skills_dir, prune=True)
 
     def rewind_events(self, state: RunState) -> int:
-        """Drop events logged after the last save (work that a resumed run redoes); bytes cut."""
+        """Drop events logged after the last save (work that a resumed run redoes); bytes cut.
+
+        The kept log is read through once, so that a damaged line is a `UserError` before the
+        run spends any call (the trainer reads the log again later, mid-phase).
+        """
         if not self.events_path.exists():
             return 0
         size = self.events_path.stat().st_size
         if size <= state.events_bytes:
+            for _ in iter_jsonl(self.events_path):
+                pass
             return 0
         with open(self.events_path, "r+b") as f:
             f.truncate(state.events_bytes)
             f.flush()
             os.fsync(f.fileno())
         self._events = None
+        for _ in iter_jsonl(self.events_path):
+            pass
         return size - state.events_bytes
 
     def load_checkpoint(self, name: str) -> Pool:
