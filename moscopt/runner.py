@@ -24,9 +24,10 @@ from moscopt.skills import Pool
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Splits
     from moscopt.evaluate import EvalResult
-    from moscopt.gating import Router
+    from moscopt.gating import GateStats, Router
     from moscopt.harness import Rollout
     from moscopt.lm.base import LM
+    from moscopt.routing_table import RoutingTable
 
 # Flags that may change when a run resumes (operational); anything else must match the frozen
 # config, or the resumed run would silently become a different experiment.
@@ -259,35 +260,64 @@ def evaluate(
     out: Path | None,
     on_rollout: Callable[[Rollout], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    export_path: Path | None = None,
 ) -> EvalOutcome:
+    """Evaluate a deployment mode on a split: `none` (no skills), `mixture` (a run's pool, a
+    skills folder or a mixture export, with its gate), `static` (a static export's routing
+    table, no gate call) or `distilled` (the single distilled skill, no gate call). `static`
+    and `distilled` read `export_path`, else the run's `exports/<mode>/`."""
     from moscopt.agent import SkillAgent
     from moscopt.evaluate import evaluate as run_eval
+    from moscopt.export import Deployment, open_export, open_run_export
     from moscopt.state import RunState
 
+    if mode not in ("none", "mixture", "static", "distilled"):
+        raise UserError(f"unknown mode '{mode}' (none, mixture, static or distilled)", field="mode")
     run = RunDir.open(run_path) if run_path is not None else None
     state: RunState | None = run.load_state() if run is not None else None
-    bench, splits = resolve_benchmark(config, benchmark or (state.benchmark if state else None))
+    # The deployment: an export folder (--export), the run's own export (static, distilled),
+    # or the run's / a folder's pool (mixture).
+    deployment: Deployment | None = None
+    if mode != "none" and export_path is not None:
+        deployment = open_export(export_path, mode)
+    elif mode in ("static", "distilled"):
+        if run is None:
+            raise UserError(
+                f"--mode {mode} needs --run DIR (with a {mode} export) or --export PATH",
+                field="mode",
+            )
+        deployment = open_run_export(run, mode)
+    default_bench = state.benchmark if state else None
+    if deployment is not None:
+        default_bench = default_bench or deployment.manifest.benchmark
+    bench, splits = resolve_benchmark(config, benchmark or default_bench)
     if split not in ("train", "val", "test", "all"):
         raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
     tasks = splits[split]
     if not tasks:
         raise UserError(f"the {split} split of '{bench.name}' is empty", field="split")
     pool: Pool | None = None
-    if mode == "mixture":
+    stats: GateStats | None = None
+    if deployment is not None:
+        pool = deployment.pool
+        if deployment.mode == "mixture":
+            # route as the trained gate did: its K and its view of the statistics
+            stats = deployment.gate_stats(config.credit.c_min)
+            k = deployment.manifest.k
+            config = config.model_copy(update={"pool": config.pool.model_copy(update={"k": k})})
+    elif mode == "mixture":
         if run is not None:
             pool = run.load_pool(state)
         elif skills_dir is not None:
             pool = Pool.load(skills_dir)
         else:
-            raise UserError("--mode mixture needs --run DIR or --skills DIR", field="mode")
-    elif mode != "none":
-        raise UserError(
-            f"--mode {mode} is not available yet (this version evaluates none or mixture)",
-            field="mode",
-        )
+            raise UserError(
+                "--mode mixture needs --run DIR, --skills DIR or --export PATH", field="mode"
+            )
     _check_models(config)
     agent_lm, _ = build_lms(config, run)
-    router = make_router(config, pool, state, agent_lm)
+    table = deployment.table if deployment is not None else None
+    router = make_router(config, pool, state, agent_lm, table=table, stats=stats)
     configured = config.agent.tools
     tools: list[str] = list(bench.tools if configured is None else configured)
     agent = SkillAgent(
@@ -317,19 +347,33 @@ def evaluate(
     return EvalOutcome(result, bench.name, split, mode, out)
 
 
-def make_router(config: Config, pool: Pool | None, state: Any, lm: LM) -> Router:
-    """The router a deployed mixture uses: the trained gate (seeing the run's statistics)."""
+def make_router(
+    config: Config,
+    pool: Pool | None,
+    state: Any,
+    lm: LM,
+    *,
+    table: RoutingTable | None = None,
+    stats: GateStats | None = None,
+) -> Router:
+    """The router a deployment uses: a static routing `table` if given (no model call), else
+    the trained gate seeing the run's statistics (`state`, or `stats` from an export)."""
     from moscopt.gating import FixedSkills, GateStats, LLMGate, RandomGate
 
     if pool is None:
         return FixedSkills((), "none")
+    if table is not None:
+        from moscopt.routing_table import StaticRouter
+
+        return StaticRouter(table)
     k = min(config.pool.k, len(pool))
     if len(pool) == 1 or config.gating.policy == "all" or k >= len(pool):
         return FixedSkills(pool.names, "single" if len(pool) == 1 else "all")
     if config.gating.policy == "random" or pool.gate is None:
         return RandomGate(pool, k, config.seed)
-    stats = GateStats(c_min=config.credit.c_min)
-    if state is not None:
+    if stats is None and state is None:
+        stats = GateStats(c_min=config.credit.c_min)
+    elif stats is None:
         stats = GateStats(
             q=state.q,
             activations=state.activations,

@@ -18,13 +18,20 @@ def eval_cmd(
     ),
     split: str = typer.Option("test", "--split", help="train, val, test or all."),
     mode: str | None = typer.Option(
-        None, "--mode", help="none or mixture (default: mixture with --run/--skills)."
+        None,
+        "--mode",
+        help="none, mixture, static or distilled (default: the export's mode with --export, "
+        "mixture with --run/--skills, else none). static and distilled use --export or the "
+        "run's exports/<mode>/.",
     ),
     run: Path | None = typer.Option(
         None, "--run", help="A run directory: its pool, gate, config and cache."
     ),
     skills: Path | None = typer.Option(
         None, "--skills", help="A skills folder to evaluate as a mixture."
+    ),
+    export: Path | None = typer.Option(
+        None, "--export", help="An export folder (from `moscopt export`) to evaluate."
     ),
     repeats: str = typer.Option(
         "1", "--repeats", help="Repeat N times, or 'auto' (3..50 until the CI is narrow)."
@@ -67,6 +74,10 @@ def eval_cmd(
         cfg = load_config(RunDir.open(run).config_path, flags)
     else:
         cfg = open_project(config, flags).config
+    if mode is None and export is not None:
+        from moscopt.export import open_export
+
+        mode = open_export(export).mode
     chosen = mode or ("mixture" if (run is not None or skills is not None) else "none")
     bar = _Bar(quiet=json_out)
     try:
@@ -81,6 +92,7 @@ def eval_cmd(
             out=out,
             on_rollout=bar.advance,
             on_start=bar.start,
+            export_path=export,
         )
     finally:
         bar.close()

@@ -8,10 +8,7 @@ import typer
 
 from moscopt.cli.app import app
 
-_PENDING = {
-    "export": "Export a run as a mixture, a static routing table or one distilled skill.",
-    "route": "Show which K skills the gate picks for a task, and why.",
-}
+_PENDING: dict[str, str] = {}
 
 
 def _make(name: str, summary: str) -> None:

@@ -124,11 +124,10 @@ def test_benchmarks_lists_specs() -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_pending_commands_say_so_and_fail() -> None:
+def test_export_and_route_are_available() -> None:
     for cmd in ("export", "route"):
-        result = runner.invoke(app, [cmd, "--benchmark", "aime"])
-        assert result.exit_code == 1
-        assert "not available yet" in result.output
+        result = runner.invoke(app, [cmd, "--help"])
+        assert result.exit_code == 0 and "not available yet" not in result.output
 
 
 def test_help_imports_no_heavy_library() -> None:

@@ -1,0 +1,63 @@
+"""`moscopt export`: a run as a mixture, a static routing table or one distilled skill."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from moscopt.cli import options as o
+from moscopt.cli.app import app
+
+
+@app.command("export")
+def export_cmd(
+    mode: str = typer.Option(..., "--mode", help="mixture, static or distilled."),
+    run: Path = typer.Option(Path("."), "--run", help="The run directory (default: .)."),
+    out: Path | None = typer.Option(
+        None, "-o", "--out", help="Export folder (default: <run>/exports/<mode>)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing export."),
+    top: int | None = typer.Option(
+        None, "--top", help="distilled: how many top skills (by Q-score) to merge (default: K)."
+    ),
+    api_base: str | None = o.API_BASE,
+    data: Path | None = o.DATA,
+    max_calls: int | None = o.MAX_CALLS,
+    max_cost: float | None = o.MAX_COST,
+    no_cache: bool = o.NO_CACHE,
+    json_out: bool = o.JSON,
+) -> None:
+    """Export a run for deployment: mixture (skills + gate), static (a routing table, no gate
+    call) or distilled (one SKILL.md merging the top skills, validated)."""
+    import json
+
+    from moscopt.export import export_run
+
+    flags = o.overrides(
+        api_base=api_base, data=data, max_calls=max_calls, max_cost=max_cost, no_cache=no_cache
+    )
+    result = export_run(run_path=run, mode=mode, out=out, force=force, overrides=flags, top=top)
+    m = result.manifest
+    if json_out:
+        data_out = {"out": str(result.out), "files": result.files, **m.model_dump(mode="json")}
+        typer.echo(json.dumps(data_out, indent=2, sort_keys=True))
+        return
+    typer.echo(f"{m.mode} export of run {m.provenance.run} (K={m.k}, N={m.n}): {result.out}")
+    if m.static is not None:
+        s = m.static
+        typer.echo(
+            f"routing table: {s['word_rules']} word rules, {s['text_rules']} text rules; "
+            f"routes {s['agreeing']} of {s['gate_decisions']} gate-routed training tasks as the "
+            f"gate did ({s['by_words']} by words, {s['by_text']} by text, "
+            f"{s['by_default']} by DEFAULT)"
+        )
+    if m.distilled is not None:
+        d = m.distilled
+        mix = d["mixture_validation_score"]
+        typer.echo(
+            f"distilled skill '{d['skill']}' merging {', '.join(d['merged'])}: validation "
+            f"{d['validation_score']:.3f} vs mixture "
+            f"{'n/a' if mix is None else f'{mix:.3f}'} ({d['validation_tasks']} tasks)"
+        )
+    typer.echo(f"evaluate it: moscopt eval --export {result.out} --split test")

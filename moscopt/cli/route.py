@@ -1,0 +1,52 @@
+"""`moscopt route`: which K skills a deployment picks for a task, and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from moscopt.cli import options as o
+from moscopt.cli.app import app
+
+
+@app.command("route")
+def route_cmd(
+    task: str = typer.Argument(..., help="The task text."),
+    run: Path | None = typer.Option(None, "--run", help="A run directory."),
+    export: Path | None = typer.Option(None, "--export", help="An export folder."),
+    mode: str | None = typer.Option(
+        None, "--mode", help="mixture (one gate call) or static (the routing table)."
+    ),
+    model: str | None = o.MODEL,
+    api_base: str | None = o.API_BASE,
+    config: Path | None = o.CONFIG,
+    no_cache: bool = o.NO_CACHE,
+    json_out: bool = o.JSON,
+) -> None:
+    """Show the skills the gate (mixture) or the routing table (static) activates for TASK."""
+    import json
+
+    from moscopt.export.route import route_task
+
+    flags = o.overrides(model=model, api_base=api_base, no_cache=no_cache)
+    result = route_task(
+        task, run_path=run, export_path=export, mode=mode, overrides=flags, config_path=config
+    )
+    if json_out:
+        typer.echo(json.dumps(result, indent=2, sort_keys=True))
+        return
+    typer.echo(f"ACTIVATE: {', '.join(result['skills'])}")
+    if result["mode"] == "static":
+        typer.echo(f"static table {result['export']}: {result['rule_text']}")
+        return
+    source = result["source"]
+    if source == "gate":
+        cached = " (cached)" if result["cache_hit"] else ""
+        typer.echo(f"chosen by the gate ({result['model']}){cached}")
+    elif source == "fallback":
+        typer.echo(
+            f"fallback to the top K by Q-score: the gate's answer was unusable ({result['error']})"
+        )
+    else:
+        typer.echo(f"no gate call: {source} (the pool routes without a gate)")

@@ -1,0 +1,189 @@
+"""Deployment exports of a run: `mixture`, `static` and `distilled` (DESIGN.md, section 3).
+
+Every export is a folder::
+
+    <out>/
+      moscopt-export.json     the manifest (mode, K, N, models, scores, provenance)
+      skills/<name>/SKILL.md  Agent Skills tree: drop these folders into an agent's skills dir
+      ROUTING.md              static only: the routing table (see `moscopt.routing_table`)
+
+- mixture: every skill and the gate (the full {S, G, K}); the agent calls the gate per task.
+- static: every skill, no gate; `ROUTING.md` routes with no model call.
+- distilled: one skill the optimizer model wrote by merging the top skills, with its validation
+  score next to the mixture's.
+
+The default folder is `<run>/exports/<mode>/`. Output is deterministic (same run, same bytes;
+the distilled skill is deterministic given the cached model answer). An existing export is
+replaced only with `force`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from moscopt.errors import UserError
+from moscopt.export.deployment import Deployment, open_export, open_run_export
+from moscopt.export.manifest import MANIFEST_FILE, MODES, Manifest, Provenance
+from moscopt.export.target import check_target, write_tree
+
+if TYPE_CHECKING:
+    from moscopt.benchmarks import Benchmark, Task
+    from moscopt.config import Config
+    from moscopt.gating import Router
+    from moscopt.lm.base import LM
+    from moscopt.rundir import RunDir
+    from moscopt.skills import Pool
+    from moscopt.state import RunState
+
+__all__ = [
+    "MANIFEST_FILE",
+    "Deployment",
+    "ExportResult",
+    "export_run",
+    "open_export",
+    "open_run_export",
+]
+
+
+@dataclass
+class ExportResult:
+    mode: str
+    out: Path
+    manifest: Manifest
+    files: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def export_run(
+    *,
+    run_path: Path,
+    mode: str,
+    out: Path | None = None,
+    force: bool = False,
+    overrides: dict[str, Any] | None = None,
+    top: int | None = None,
+) -> ExportResult:
+    """Export the run at `run_path`. Bad input (run, mode, target) is a `UserError` raised before
+    anything is written or any model is called; `DistillationFailed` if distillation fails."""
+    from moscopt import __version__
+    from moscopt.config import load_config
+    from moscopt.rundir import RunDir
+
+    if mode not in MODES:
+        raise UserError(f"unknown mode '{mode}' (mixture, static or distilled)", field="mode")
+    run = RunDir.open(run_path)
+    config = load_config(run.config_path, overrides or {})
+    state = run.load_state()
+    pool = run.load_pool(state)
+    target = out if out is not None else run.exports_dir / mode
+    check_target(target, force=force)
+    k = min(config.pool.k, len(pool))
+    manifest = Manifest(
+        mode=mode,
+        moscopt_version=__version__,
+        benchmark=state.benchmark,
+        k=k,
+        n=len(pool),
+        model=config.model,
+        optimizer_model=config.effective_optimizer_model,
+        validation_score=state.cursor.best_val,
+        q_scores=dict(sorted(state.q.items())),
+        activations=dict(sorted(state.activations.items())),
+        enriched=state.epoch >= config.gating.enrich_epoch,
+        skills=[],
+        provenance=Provenance(
+            run=run.path.resolve().name,
+            step=state.step,
+            epoch=state.epoch,
+            status=state.status,
+            checkpoint=state.checkpoint,
+            pool_digest=state.pool_digest,
+        ),
+    )
+    files: dict[str, str] = {}
+    notes: list[str] = []
+    if mode == "mixture":
+        members = [*pool.skills, *([pool.gate] if pool.gate is not None else [])]
+    elif mode == "static":
+        members = list(pool.skills)
+        files["ROUTING.md"], manifest.static = _static(run, config, state, pool, k)
+    else:
+        skill, manifest.distilled = _distilled(run, config, state, pool, k, top or k)
+        members = [skill]
+    for skill in members:
+        files[f"skills/{skill.name}/SKILL.md"] = skill.dumps()
+    manifest.skills = sorted(s.name for s in members)
+    files[MANIFEST_FILE] = manifest.dumps()
+    write_tree(target, files, force=force)
+    return ExportResult(mode, target, manifest, sorted(files), notes)
+
+
+def _static(
+    run: RunDir, config: Config, state: RunState, pool: Pool, k: int
+) -> tuple[str, dict[str, Any]]:
+    from moscopt.export.static import derive_table, render_routing
+    from moscopt.runner import resolve_benchmark
+
+    _, splits = resolve_benchmark(config, state.benchmark)
+    tasks = {t.id: t for t in splits["all"]}
+    derivation, summary = derive_table(run, state, pool, tasks, k, config.credit.c_min)
+    digest = (state.pool_digest or "")[:12]
+    provenance = f"run `{run.path.resolve().name}` (step {state.step}, pool {digest})"
+    return render_routing(derivation, summary, pool, state, provenance), summary
+
+
+def _distilled(
+    run: RunDir, config: Config, state: RunState, pool: Pool, k: int, top: int
+) -> tuple[Any, dict[str, Any]]:
+    from moscopt.export.distill import distill, top_skills
+    from moscopt.gating import FixedSkills
+    from moscopt.lm import check_model
+    from moscopt.runner import build_lms, resolve_benchmark
+    from moscopt.skills import Pool
+
+    if top < 1:
+        raise UserError("--top must be at least 1", field="top")
+    bench, splits = resolve_benchmark(config, state.benchmark)
+    check_model(config.model, config.api_base, field="model")
+    check_model(config.effective_optimizer_model, config.api_base, field="optimizer_model")
+    agent_lm, optimizer_lm = build_lms(config, run)
+    chosen = top_skills(pool, state.q, state.activations, min(top, len(pool)), config.credit.c_min)
+    skill, attempts = asyncio.run(distill(optimizer_lm, chosen, pool.gate, k, state.q))
+    val = splits.val[: max(1, math.ceil(config.optimizer.p_val * len(splits.val)))]
+    single = Pool(skills=(skill,))
+    router = FixedSkills((skill.name,), "single")
+    score = asyncio.run(_score(agent_lm, bench, config, single, router, val))
+    return skill, {
+        "skill": skill.name,
+        "merged": [s.name for s in chosen],
+        "attempts": attempts,
+        "validation_score": score,
+        "validation_tasks": len(val),
+        "mixture_validation_score": state.cursor.best_val,
+    }
+
+
+async def _score(
+    lm: LM, bench: Benchmark, config: Config, pool: Pool, router: Router, tasks: list[Task]
+) -> float:
+    """Mean reward of one pass over `tasks` (sample 0, as training validates)."""
+    from moscopt.agent import SkillAgent
+    from moscopt.evaluate import run_tasks
+
+    configured = config.agent.tools
+    tools = list(bench.tools if configured is None else configured)
+    agent = SkillAgent(
+        lm,
+        bench,
+        pool,
+        router,
+        tools=tools,
+        max_steps=config.agent.max_steps or (4 if tools else 1),
+        granularity=config.gating.granularity,
+    )
+    rollouts = await run_tasks(agent, tasks, concurrency=config.llm.concurrency)
+    return sum(r.reward for r in rollouts) / max(1, len(rollouts))

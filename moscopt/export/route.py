@@ -1,0 +1,85 @@
+"""`moscopt route`: which skills a deployment activates for one task, and why."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from moscopt.errors import UserError
+from moscopt.export.deployment import open_export, open_run_export
+
+
+def route_task(
+    text: str,
+    *,
+    run_path: Path | None,
+    export_path: Path | None,
+    mode: str | None,
+    overrides: dict[str, Any],
+    config_path: Path | None = None,
+) -> dict[str, Any]:
+    """The routing of `text` as plain data: skills, source, fallback reason or the rule."""
+    from moscopt.rundir import RunDir
+
+    if not text.strip():
+        raise UserError("the task text is empty", field="TASK")
+    if run_path is None and export_path is None:
+        raise UserError("route needs --run DIR or --export PATH", field="run")
+    run = RunDir.open(run_path) if run_path is not None else None
+    deployment = open_export(export_path, mode) if export_path is not None else None
+    chosen = mode or (deployment.mode if deployment is not None else "mixture")
+    if chosen not in ("mixture", "static"):
+        raise UserError(f"--mode must be mixture or static, not '{chosen}'", field="mode")
+    if chosen == "static":
+        if deployment is None:
+            assert run is not None
+            deployment = open_run_export(run, "static")
+        assert deployment.table is not None
+        match = deployment.table.match(text)
+        return {
+            "mode": "static",
+            "skills": list(match.skills),
+            "source": "static",
+            "rule": match.index,
+            "rule_text": match.describe(),
+            "export": str(deployment.folder),
+        }
+    return _route_mixture(text, run, deployment, overrides, config_path)
+
+
+def _route_mixture(
+    text: str, run: Any, deployment: Any, overrides: dict[str, Any], config_path: Path | None
+) -> dict[str, Any]:
+    from moscopt.config import load_config
+    from moscopt.lm import check_model
+    from moscopt.runner import build_lms, make_router
+
+    stats = None
+    if run is not None:
+        config = load_config(run.config_path, overrides)
+        state = run.load_state()
+        pool = deployment.pool if deployment is not None else run.load_pool(state)
+    else:
+        from moscopt.project import open_project
+
+        config = open_project(config_path, overrides).config
+        state, pool = None, deployment.pool
+        stats = deployment.gate_stats(config.credit.c_min)
+        config = config.model_copy(
+            update={"pool": config.pool.model_copy(update={"k": deployment.manifest.k})}
+        )
+    check_model(config.model, config.api_base, field="model")
+    lm, _ = build_lms(config, run)
+    router = make_router(config, pool, state, lm, stats=stats)
+    activation = asyncio.run(router.select(text))
+    usage = activation.usage
+    return {
+        "mode": "mixture",
+        "skills": list(activation.skills),
+        "source": activation.source,
+        "fallback": activation.source == "fallback",
+        "error": activation.error,
+        "model": config.model if usage is not None else None,
+        "cache_hit": bool(getattr(usage, "cache_hit", False)) if usage is not None else None,
+    }
