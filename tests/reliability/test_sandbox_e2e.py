@@ -1,0 +1,157 @@
+"""The sandbox end to end: model-written attacks as the agent's python tool call inside training.
+
+The scripted model answers the first agent step of the run with an attack as its ```python tool
+call; the trainer must run it in the sandbox, hand the model an error observation (or harmless
+output), and carry on to a finished run. The tool-level attacks themselves are tested in
+`tests/tools/`; here the point is that they cannot stop or damage a training run.
+
+What is and is not prevented (see `moscopt/tools/sandbox.py` for the full account):
+
+- On every Linux machine: the wall-clock timeout and CPU rlimit stop infinite loops; the
+  address-space rlimit turns a 10 GB allocation into a MemoryError; output is truncated and a
+  runaway writer killed; the environment is an allow-list, so no `*_API_KEY` reaches the code;
+  an audit hook refuses fork/exec/subprocess, socket connects, and writes outside the work dir.
+- With Landlock (Linux 5.13+; 6.7+ for TCP): writes outside the work dir and execve are refused
+  by the kernel, and (ABI 4+) TCP connect/bind.
+- With namespaces (`unshare`: root, or unprivileged user namespaces): no network at all (UDP and
+  DNS included), and no process survives the run.
+- On a machine *without network namespaces* (emulated below by the `no-namespaces` mode), the
+  network is guarded only by the audit hook and, on Linux 6.7+, Landlock's TCP rule: UDP and DNS
+  from code that defeats the audit hook (which PEP 578 says is not a security boundary) are not
+  prevented, and without root, the fork bomb is stopped by the audit hook and Landlock's no-exec
+  only (RLIMIT_NPROC is not set for non-root users). Reading world-readable files is never
+  prevented.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from moscopt import harness
+from moscopt.lm.base import LMRequest
+from moscopt.rundir import RunDir
+from moscopt.testing import FakeLM
+from moscopt.testing.scripted import make_run, respond
+from moscopt.tools import PythonTool, _isolation
+from moscopt.trainer import Trainer
+
+SECRET = "sk-SANDBOX-MARKER-7d1f0c"
+ESCAPE = Path("/tmp") / f"moscopt-escape-{uuid.uuid4().hex}"
+
+# attack: (code, what the observation must contain)
+ATTACKS = {
+    "infinite-loop": ("while True:\n    pass", "[error: timed out"),
+    "fork-bomb": ("import os\nwhile True:\n    os.fork()", "[error:"),
+    "huge-allocation": ("x = bytearray(10 * 1024**3)\nprint(len(x))", "MemoryError"),
+    "huge-output": ("while True:\n    print('x' * 10000)", "[error:"),
+    "write-outside": (f"open({str(ESCAPE)!r}, 'w').write('escaped')", "[error: blocked: writing"),
+    "secret-read": (
+        "import os\nprint(sorted(os.environ))\n"
+        "print(os.environ.get('OPENAI_API_KEY'), os.environ.get('ANTHROPIC_API_KEY'))",
+        "None None",
+    ),
+    "network": (
+        "import socket\nsocket.create_connection(('127.0.0.1', PORT), timeout=2)",
+        "[error: blocked: network",
+    ),
+}
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[object]]]:
+    """A loopback TCP listener that records every connection it accepts."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.1)
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(conn)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], accepted
+    stop.set()
+    thread.join(timeout=2)
+    server.close()
+
+
+@pytest.mark.parametrize("mode", ["as-available", "no-namespaces"])
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_attack_as_tool_call_is_contained_and_training_goes_on(
+    tmp_path: Path,
+    seed_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    listener: tuple[int, list[object]],
+    attack: str,
+    mode: str,
+) -> None:
+    port, accepted = listener
+    code, expect = ATTACKS[attack]
+    code = code.replace("PORT", str(port))
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    if mode == "no-namespaces":
+        monkeypatch.setattr(_isolation, "namespace_prefix", lambda: ())
+    # the harness's tool with a shorter wall clock than its 10 s default, to keep the test quick
+    monkeypatch.setattr(harness, "_run_python_tool", lambda c: PythonTool(timeout=2.0)(c))
+
+    attacked = threading.Event()
+    observations: list[str] = []
+
+    def responder(request: LMRequest) -> str:
+        msgs = request.messages
+        system = msgs[0]["content"] if msgs[0]["role"] == "system" else ""
+        if "## Tool: python" not in system:
+            return respond(request)
+        if msgs[-1]["content"].startswith("Python output:"):
+            observations.append(msgs[-1]["content"])
+            return respond(SimpleNamespace(messages=msgs[:2]))  # type: ignore[arg-type]
+        if not attacked.is_set():
+            attacked.set()
+            return f"Let me compute.\n```python\n{code}\n```"
+        return respond(request)
+
+    run, config, bench, sp, seeds = make_run(
+        tmp_path,
+        seed_dir,
+        **{"training.epochs": 1, "agent.tools": ["python"], "agent.max_steps": 2},
+    )
+    lm = FakeLM(responder=responder)
+    trainer = Trainer(
+        run=RunDir.open(run.path),
+        config=config,
+        benchmark=bench,
+        splits=sp,
+        agent_lm=lm,
+        optimizer_lm=lm,
+        seeds=seeds,
+    )
+    state = asyncio.run(trainer.train())
+
+    assert state.status == "done"
+    assert len(observations) == 1, observations
+    observation = observations[0]
+    assert expect in observation, observation
+    assert len(observation) < 20_000  # bounded whatever the code printed
+    assert SECRET not in observation
+    assert not ESCAPE.exists()
+    assert accepted == []  # no connection reached the listener
+    rollouts = RunDir.open(run.path).events.of_type("rollout")
+    assert rollouts and all(r["error"] is None for r in rollouts)
