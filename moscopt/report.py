@@ -71,7 +71,10 @@ def write_report(
     notes = list(history.warnings)
     png = draw_curve(curve)
     if png is None:
-        notes.append("matplotlib is not installed: report written without the learning-curve plot")
+        notes.append(
+            "matplotlib is not installed: report written without the learning-curve plot "
+            "(pip install 'moscopt[report]')"
+        )
         plot: Path | None = None
     else:
         atomic_write_bytes(plot_path, png)
@@ -273,7 +276,9 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
             )
         )
     else:
-        blocks.append(("p", "(no plot: matplotlib is not installed; `pip install matplotlib`)"))
+        blocks.append(
+            ("p", "(no plot: matplotlib is not installed; `pip install 'moscopt[report]'`)")
+        )
     per_epoch: dict[int, list[float]] = defaultdict(list)
     for p in state.val_history:
         per_epoch[p.epoch].append(p.score)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from moscopt.history import History
 from moscopt.project import Project
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
@@ -23,12 +24,41 @@ def _skill_rows(pool: Pool, q: dict[str, float], act: dict[str, int]) -> list[di
     ]
 
 
+def _edit_counts(history: History) -> dict[str, Any]:
+    """Edit decisions as logged, per status and per target (skill or gate)."""
+    by_status: dict[str, int] = {}
+    by_target: dict[str, dict[str, int]] = {}
+    for e in history.edits:
+        by_status[e.status] = by_status.get(e.status, 0) + 1
+        per = by_target.setdefault(e.target, {})
+        per[e.status] = per.get(e.status, 0) + 1
+    return {"by_status": by_status, "by_target": by_target}
+
+
+def _best_per_epoch(history: History) -> list[dict[str, Any]]:
+    epochs: dict[int, list[float]] = {}
+    for p in history.state.val_history:
+        epochs.setdefault(p.epoch, []).append(p.score)
+    return [{"epoch": e, "best": max(v), "last": v[-1]} for e, v in sorted(epochs.items())]
+
+
 def run_summary(run: RunDir) -> dict[str, Any]:
+    """Everything `moscopt status --run` shows.
+
+    `edits.accepted` / `edits.rejected` are the optimizers' counters in state.json (a rejected
+    count includes edits whose ops matched nothing); `edits.by_status` / `edits.by_target` count
+    the logged edit decisions (accepted, rejected, not_applied, unusable).
+    """
     state = run.load_state()
     config = run.load_config()
     pool = run.load_pool(state)
+    history = History.load(run, state)
     synergy = sorted(state.synergy.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
     best = max((p.score for p in state.val_history), default=None)
+    evolution = [
+        {k: v for k, v in e.to_json().items() if k not in ("changes", "kind", "t")}
+        for e in history.evolutions
+    ]
     return {
         "run": str(run.path),
         "benchmark": state.benchmark,
@@ -44,8 +74,15 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "gate": pool.gate is not None,
         "skills": _skill_rows(pool, state.q, state.activations),
         "synergy_top": [{"pair": k.split("|"), "count": v} for k, v in synergy],
-        "edits": {"accepted": state.accepted_edits(), "rejected": state.rejected_edits()},
+        "edits": {
+            "accepted": state.accepted_edits(),
+            "rejected": state.rejected_edits(),
+            **_edit_counts(history),
+        },
+        "evolution": evolution,
+        "gate_restorations": [{"step": e.step, "epoch": e.epoch} for e in history.restorations],
         "best_val_score": best,
+        "best_val_by_epoch": _best_per_epoch(history),
         "totals": state.totals.model_dump(),
         "checkpoints": len(run.checkpoints()),
     }

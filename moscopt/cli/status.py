@@ -74,23 +74,53 @@ def _render(d: dict[str, Any]) -> None:
     console.print(table)
 
     if "run" in d:
-        t = d["totals"]
-        console.print(
-            f"edits: {d['edits']['accepted']} accepted, {d['edits']['rejected']} rejected   "
-            f"best val: {_fmt(d['best_val_score'])}   checkpoints: {d['checkpoints']}"
-        )
-        console.print(
-            f"calls {t['calls']} (cache hits {t['cache_hits']})   tokens "
-            f"{t['prompt_tokens']}+{t['completion_tokens']}   cost ${t['cost']:.4f}"
-        )
-        if d["synergy_top"]:
-            pairs = ", ".join(
-                f"{a}+{b}: {c}" for (a, b), c in ((p["pair"], p["count"]) for p in d["synergy_top"])
-            )
-            console.print(f"synergy: {pairs}")
+        _render_run(console, d)
     elif d.get("runs"):
         console.print("runs:")
         for r in d["runs"]:
             console.print(f"  {r['run']}  {r['status']}  step {_fmt(r['step'])}")
     else:
         console.print("no runs yet")
+
+
+def _render_run(console: Any, d: dict[str, Any]) -> None:
+    t = d["totals"]
+    edits = d["edits"]
+    console.print(
+        f"edits: {edits['accepted']} accepted, {edits['rejected']} rejected   "
+        f"best val: {_fmt(d['best_val_score'])}   checkpoints: {d['checkpoints']}"
+    )
+    for target, counts in sorted(edits.get("by_target", {}).items()):
+        parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        console.print(f"  {target}: {parts}")
+    if d.get("best_val_by_epoch"):
+        epochs = "  ".join(f"{p['epoch']}: {_fmt(p['best'])}" for p in d["best_val_by_epoch"])
+        console.print(f"best val per epoch: {epochs}")
+    for e in d.get("evolution", []):
+        if e["before"] is None:
+            verdict = "no change"
+        else:
+            verdict = "kept" if e["accepted"] else "rejected"
+            verdict += f" ({_fmt(e['before'])} -> {_fmt(e['after'])})"
+        changes = []
+        if e["eliminated"]:
+            changes.append("eliminated " + ", ".join(e["eliminated"]))
+        if e["added"]:
+            changes.append("added " + ", ".join(e["added"]))
+        console.print(
+            f"evolution at step {e['step']} (epoch {e['epoch']}): {verdict}"
+            + (f"; {'; '.join(changes)}" if changes else ""),
+            soft_wrap=True,
+        )
+    if d.get("gate_restorations"):
+        steps = ", ".join(str(r["step"]) for r in d["gate_restorations"])
+        console.print(f"gate restored at step {steps}")
+    console.print(
+        f"calls {t['calls']} (cache hits {t['cache_hits']})   tokens "
+        f"{t['prompt_tokens']}+{t['completion_tokens']}   cost ${t['cost']:.4f}"
+    )
+    if d["synergy_top"]:
+        pairs = ", ".join(
+            f"{a}+{b}: {c}" for (a, b), c in ((p["pair"], p["count"]) for p in d["synergy_top"])
+        )
+        console.print(f"synergy: {pairs}")
