@@ -7,7 +7,6 @@ configuration: API keys come from the usual environment variables and are never 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -214,11 +213,6 @@ def load_config(
         if flag_set and not in_file:
             raise UserError(msg, field=field) from None
         raise UserError(msg, path=path, line=line, field=field) from None
-
-
-def show_warnings(config: Config) -> None:
-    for w in config.warnings():
-        warnings.warn(w, stacklevel=2)
 
 
 _MISSING = object()
