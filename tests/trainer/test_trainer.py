@@ -186,3 +186,20 @@ def test_repeated_gate_parse_failures_restore_the_last_good_gate(
     trainer.watch_gate(batch(4))
     assert trainer.pool.gate == good  # two consecutive steps above 30%: restored
     assert run.events.of_type("gate_restored")
+
+
+def test_autonomous_schedule_asks_the_optimizer_for_the_budget(
+    tmp_path: Path, seed_dir: Path
+) -> None:
+    run, config, bench, sp, seeds = make_run(
+        tmp_path, seed_dir, **{"optimizer.schedule": "autonomous", "training.epochs": 1}
+    )
+    lm = FakeLM(responder=respond)  # answers the budget prompt with "L: 3"
+    train(run, config, bench, sp, seeds, lm)
+    asked = [r for r in lm.history if "edit budget" in r.messages[-1]["content"]]
+    proposals = [r for r in lm.history if "## Rules for edits" in r.messages[-1]["content"]]
+    assert asked and len(asked) == len(proposals)
+    assert all("At most 3 edits" in r.messages[-1]["content"] for r in proposals)
+    assert all(
+        r.schema is not None and r.schema["properties"]["edits"]["maxItems"] == 3 for r in proposals
+    )
