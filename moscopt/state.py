@@ -90,7 +90,6 @@ class RunState(_Record):
     # Every skill name ever used in this run: new skills get fresh slugs, never a reused one.
     names_used: list[str] = Field(default_factory=list)
     splits: dict[str, list[str]] = Field(default_factory=dict)
-    rng_state: Any = None
     totals: Totals = Field(default_factory=Totals)
     val_history: list[ScorePoint] = Field(default_factory=list)
     checkpoint: str | None = None  # file name under checkpoints/ holding the current pool
