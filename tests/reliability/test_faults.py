@@ -108,3 +108,27 @@ def test_eval_permanent_401_stops_with_a_clear_message(project: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "HTTP 401" in result.output and "Traceback" not in result.output
     assert not (project / "out.jsonl").exists()  # no partial results presented as complete
+
+
+def test_eval_of_a_run_on_401_leaves_the_run_as_it_was(project: Path) -> None:
+    from .helpers import snapshot
+
+    with FakeServer(responder=server_responder) as server:
+        result = runner.invoke(app, train_args(server.url))
+        assert result.exit_code == 0, result.output
+        run = project / "runs/r1"
+        kept = {
+            k: v
+            for k, v in snapshot(run).items()
+            if not k.startswith(("cache/", "events.jsonl"))  # eval may add to these
+        }
+        server.script(*(["401"] * 50))
+        result = runner.invoke(app, ["eval", "--run", "runs/r1", "--split", "all", "--no-cache"])
+        assert result.exit_code == 1 and "HTTP 401" in result.output, result.output
+    after = snapshot(run)
+    assert {k: after.get(k) for k in kept} == kept
+    assert not list((run / "exports").iterdir())
+    state = RunDir.open(run).load_state()
+    assert state.status == "done"
+    resumed = runner.invoke(app, ["status", "--run", "runs/r1", "--json"])
+    assert resumed.exit_code == 0 and json.loads(resumed.output)["status"] == "done"
