@@ -190,7 +190,8 @@ def draw_curve(curve: Curve) -> bytes | None:
     top.set_ylabel("validation score")
     top.set_ylim(-0.05, 1.05)
     top.grid(alpha=0.3)
-    top.legend(loc="lower right", fontsize="small")
+    if top.get_legend_handles_labels()[0]:
+        top.legend(loc="lower right", fontsize="small")
     if curve.logged_calls:
         bottom.plot(curve.steps, curve.calls, color="tab:purple", label="LLM calls")
         bottom.set_ylabel("cumulative calls")

@@ -20,7 +20,7 @@ from moscopt.cli.log import STEP_HELP
     ),
 )
 def diff_cmd(
-    skill: str = typer.Argument(..., help="A skill name, or 'gate'."),
+    skill: str = typer.Argument(..., metavar="SKILL", help="A skill name, or 'gate'."),
     from_step: int | None = typer.Option(
         None, "--from", help="Step whose pool is the old side (default: the initial pool)."
     ),

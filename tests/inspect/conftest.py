@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from moscopt.benchmarks import get_benchmark
 from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
+from moscopt.skills import Pool
 from moscopt.testing import FakeLM
-from moscopt.testing.scripted import MAGIC, make_run, respond
+from moscopt.testing.scripted import MAGIC, make_run, respond, splits
 from moscopt.trainer import Trainer
 
 SEEDS = Path(__file__).resolve().parents[2] / "skills"
@@ -34,8 +36,14 @@ def evolving(request: LMRequest) -> str:
     return respond(request)
 
 
-def trained(root: Path, responder: object, **overrides: object) -> RunDir:
-    run, config, bench, sp, seeds = make_run(root, SEEDS, **overrides)
+def trained(root: Path, responder: object, resume: bool = False, **overrides: object) -> RunDir:
+    """Train the scripted run in `root/run` (`resume`: continue the one that is there)."""
+    if resume:
+        run = RunDir.open(root / "run")
+        config, bench, sp = run.load_config(), get_benchmark("offline"), splits()
+        seeds = Pool.load(SEEDS, require_gate=True)
+    else:
+        run, config, bench, sp, seeds = make_run(root, SEEDS, **overrides)
     lm = FakeLM(responder=responder)  # type: ignore[arg-type]
     trainer = Trainer(
         run=RunDir.open(run.path), config=config, benchmark=bench, splits=sp,
@@ -43,6 +51,18 @@ def trained(root: Path, responder: object, **overrides: object) -> RunDir:
     )  # fmt: skip
     asyncio.run(trainer.train())
     return RunDir.open(run.path)
+
+
+class Scripted:
+    """The helpers above, for tests that make their own runs (conftest is not importable)."""
+
+    train = staticmethod(trained)
+    evolving = staticmethod(evolving)
+
+
+@pytest.fixture
+def scripted() -> Scripted:
+    return Scripted()
 
 
 @pytest.fixture(scope="module")

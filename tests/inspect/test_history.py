@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,3 +117,35 @@ def test_corrupt_event_line_names_file_and_line(tmp_path: Path, seed_dir: Path) 
     state.events_bytes = run.events_path.stat().st_size
     with pytest.raises(UserError, match=r"events.jsonl:2: bad JSON line"):
         read_events(run, state)
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("crash_at", [20, 60])
+def test_history_of_a_resumed_run_is_that_of_an_uninterrupted_one(
+    tmp_path: Path, crash_at: int, scripted: Any
+) -> None:
+    calls = 0
+
+    def crashing(request: Any) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == crash_at:
+            raise Crash()
+        return scripted.evolving(request)
+
+    overrides = {"evolution.enabled": True, "credit.c_min": 1}
+    with pytest.raises(Crash):
+        scripted.train(tmp_path / "a", crashing, **overrides)
+    run = scripted.train(tmp_path / "a", scripted.evolving, resume=True, **overrides)
+    reference = scripted.train(tmp_path / "b", scripted.evolving, **overrides)
+    h, ref = History.load(run), History.load(reference)
+    assert not h.warnings and h.current_pool() == ref.current_pool()
+    assert [(v.step, v.cause, v.pool) for v in h.versions] == [
+        (v.step, v.cause, v.pool) for v in ref.versions
+    ]
+    assert [e.to_json() | {"t": ""} for e in h.entries] == [
+        e.to_json() | {"t": ""} for e in ref.entries
+    ]
