@@ -50,11 +50,12 @@ class Curve:
 
 
 def default_output(run: RunDir, out: Path | None, html_out: bool) -> Path:
-    """`out` if it names a file; `out/report.EXT` for a directory; else `<run>/report.EXT`."""
+    """`out` if it names a file (it has a suffix); `out/report.EXT` for a directory (an existing
+    one, or a path without suffix); without `out`, `<run>/report.EXT`."""
     name = "report.html" if html_out else "report.md"
     if out is None:
         return run.path / name
-    if out.is_dir() or str(out).endswith(("/", "\\")):
+    if out.is_dir() or not out.suffix:
         return out / name
     return out
 

@@ -18,7 +18,7 @@ def report_cmd(
         None,
         "-o",
         "--out",
-        help="Report file, or a directory for report.md/.html (default: <run>/report.md).",
+        help="Report file, or a directory (no suffix) for report.md/.html (default: <run>/).",
     ),
     html_out: bool = typer.Option(False, "--html", help="Write HTML instead of Markdown."),
 ) -> None:

@@ -77,9 +77,10 @@ def test_report_markdown_plot_mode_table_and_curve(project: Path) -> None:
     assert without_time(copy) == without_time(md)
     assert (project / "again-curve.png").read_bytes() == png.read_bytes()
 
-    page = runner.invoke(app, ["report", "--run", "runs/r1", "--html", "-o", str(project)])
+    page = runner.invoke(app, ["report", "--run", "runs/r1", "--html", "-o", "pages"])
     assert page.exit_code == 0, page.output
-    html = (project / "report.html").read_text()
+    html = (project / "pages/report.html").read_text()
+    assert (project / "pages/report-curve.png").is_file()
     assert (
         html.startswith("<!DOCTYPE html>")
         and '<img alt="learning curve" src="report-curve.png">' in html
