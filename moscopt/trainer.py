@@ -293,7 +293,7 @@ class Trainer:
             elif phase == "memory":
                 await self.end_epoch()
         self.state.status = "done"
-        self.cursor.phase = "done"
+        self.state.phase = self.cursor.phase = "done"
         self.save()
         self.emit(event="done")
         return self.state
@@ -385,7 +385,10 @@ class Trainer:
             if good != self.pool.gate:
                 self.pool = self.pool.replace(good)
                 self.run.events.append(
-                    "gate_restored", epoch=self.state.epoch, step=self.state.step
+                    "gate_restored",
+                    epoch=self.state.epoch,
+                    step=self.state.step,
+                    pool=self.pool.digest()[:12],
                 )
 
     def batch_records(self, b: int) -> list[Record]:
@@ -650,6 +653,7 @@ class Trainer:
             before=before,
             after=after,
             accepted=accepted,
+            pool=pool.digest()[:12],
             **self._where(),
         )
         self.save()
