@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,6 @@ class ExportResult:
     out: Path
     manifest: Manifest
     files: list[str]
-    notes: list[str] = field(default_factory=list)
 
 
 def export_run(
@@ -105,7 +104,6 @@ def export_run(
         ),
     )
     files: dict[str, str] = {}
-    notes: list[str] = []
     if mode == "mixture":
         members = [*pool.skills, *([pool.gate] if pool.gate is not None else [])]
     elif mode == "static":
@@ -119,7 +117,7 @@ def export_run(
     manifest.skills = sorted(s.name for s in members)
     files[MANIFEST_FILE] = manifest.dumps()
     write_tree(target, files, force=force)
-    return ExportResult(mode, target, manifest, sorted(files), notes)
+    return ExportResult(mode, target, manifest, sorted(files))
 
 
 def _static(

@@ -90,6 +90,10 @@ def test_route_static_names_the_rule(trained: Trained) -> None:
     data = json.loads(result.output)
     assert data["skills"] == list(APPLES) and data["rule"] is not None
     assert data["rule_text"].startswith(f"rule {data['rule']}: IF WORDS apples")
+    # an export folder on its own routes with no run and no model
+    folder = f"{trained.run}/exports/static"
+    alone = trained.invoke("route", "Count the apples: 40 + 2", "--export", folder, "--json")
+    assert alone.exit_code == 0 and json.loads(alone.output)["skills"] == list(APPLES)
     plain = trained.invoke("route", "What is 2 + 2?", "--run", str(trained.run), "--mode", "static")
     assert plain.exit_code == 0
     table = RoutingTable.load(trained.root / trained.run / "exports/static/ROUTING.md")
