@@ -87,14 +87,24 @@ def starting_pool(skills_dir: Path, config: Config) -> tuple[Pool, list[str]]:
 
 
 def build_lms(
-    config: Config, run: RunDir | None, used_calls: int = 0, used_cost: float = 0.0
+    config: Config,
+    run: RunDir | None,
+    used_calls: int = 0,
+    used_cost: float = 0.0,
+    *,
+    log_events: bool = False,
 ) -> tuple[LM, LM]:
-    """The agent's and the optimizer's LM: one budget, the run's cache and event log."""
+    """The agent's and the optimizer's LM: one budget, the run's cache.
+
+    Only training logs its calls in the run's events.jsonl (`log_events`): the log belongs to
+    the trainer, which rewinds it to its last save when a run resumes. Evaluation, export and
+    routing report their calls in their own output instead.
+    """
     from moscopt.lm import Budget, build_lm
 
     budget = Budget(config.llm.max_calls, config.llm.max_cost, calls=used_calls, cost=used_cost)
     cache_dir = run.cache_dir if run is not None else None
-    events = run.events if run is not None else None
+    events = run.events if (run is not None and log_events) else None
     agent = build_lm(config, role="agent", cache_dir=cache_dir, events=events, budget=budget)
     if config.effective_optimizer_model == config.model:
         return agent, agent
@@ -131,8 +141,9 @@ def train(
     from moscopt.trainer import initial_state
 
     _check_models(config)
-    run = RunDir.create(path, config, pool, initial_state(config, pool, ref, splits))
-    return _train(run, config, bench, splits, progress, resumed=False)
+    with RunDir(path).locked():
+        run = RunDir.create(path, config, pool, initial_state(config, pool, ref, splits))
+        return _train(run, config, bench, splits, progress, resumed=False)
 
 
 def resume(
@@ -141,36 +152,40 @@ def resume(
     overrides: dict[str, Any],
     progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> TrainOutcome:
-    """Continue a run from its last saved point, with its frozen config."""
+    """Continue a run from its last saved point, with its frozen config.
+
+    Everything happens under the run's lock, so a second process changes nothing.
+    """
     run = RunDir.open(run_path)
-    config = run.load_config()
-    changed = {k: v for k, v in overrides.items() if v is not None}
-    fixed = [k for k in changed if k not in RESUMABLE and _get(config, k) != changed[k]]
-    if fixed:
-        raise UserError(
-            "a resumed run keeps its frozen config; these flags would change it: "
-            + ", ".join(fixed),
-            path=run.config_path,
-        )
-    if changed:
+    with run.locked():
+        frozen = run.load_config()
+        changed = {k: v for k, v in overrides.items() if v is not None}
+        fixed = [k for k in changed if k not in RESUMABLE and _get(frozen, k) != changed[k]]
+        if fixed:
+            raise UserError(
+                "a resumed run keeps its frozen config; these flags would change it: "
+                + ", ".join(fixed),
+                path=run.config_path,
+            )
         from moscopt.config import load_config
 
-        config = load_config(run.config_path, changed)
-        atomic_write_text(run.config_path, config.to_yaml())
-    state = run.load_state()
-    if state.status == "done":
-        raise UserError("this run is already finished", path=run.path)
-    bench, splits = resolve_benchmark(config, state.benchmark)
-    ids = {name: [t.id for t in splits[name]] for name in ("train", "val", "test")}
-    if state.splits and ids != state.splits:
-        raise UserError(
-            "the benchmark data no longer gives the splits this run was trained on "
-            "(use the same --data / MOSCOPT_DATA_DIR as when it started)",
-            path=run.state_path,
-            field="splits",
-        )
-    _check_models(config)
-    return _train(run, config, bench, splits, progress, resumed=True)
+        config = load_config(run.config_path, changed) if changed else frozen
+        state = run.load_state()
+        if state.status == "done":
+            raise UserError("this run is already finished", path=run.path)
+        bench, splits = resolve_benchmark(config, state.benchmark)
+        ids = {name: [t.id for t in splits[name]] for name in ("train", "val", "test")}
+        if state.splits and ids != state.splits:
+            raise UserError(
+                "the benchmark data no longer gives the splits this run was trained on "
+                "(use the same --data / MOSCOPT_DATA_DIR as when it started)",
+                path=run.state_path,
+                field="splits",
+            )
+        _check_models(config)
+        if config != frozen:
+            atomic_write_text(run.config_path, config.to_yaml())
+        return _train(run, config, bench, splits, progress, resumed=True)
 
 
 def _train(
@@ -185,33 +200,33 @@ def _train(
     from moscopt.lm.errors import LMFatalError
     from moscopt.trainer import Trainer
 
-    with run.locked():
-        state = run.load_state()
-        agent_lm, optimizer_lm = build_lms(config, run, state.totals.calls, state.totals.cost)
-        seeds = Pool.load(seed_skills_dir(), require_gate=True)
-        trainer = Trainer(
-            run=run,
-            config=config,
-            benchmark=bench,
-            splits=splits,
-            agent_lm=agent_lm,
-            optimizer_lm=optimizer_lm,
-            seeds=seeds,
-            progress=progress,
-        )
-        first = state.val_history[0].score if state.val_history else None
-        try:
-            asyncio.run(trainer.train())
-        except (LMFatalError, KeyboardInterrupt):
-            _mark_stopped(run)
-            raise
-        final = run.load_state()
-        before = (
-            first
-            if first is not None
-            else (final.val_history[0].score if final.val_history else None)
-        )
-        return TrainOutcome(run, before, final.cursor.best_val, resumed)
+    # The caller holds the run's lock.
+    state = run.load_state()
+    agent_lm, optimizer_lm = build_lms(
+        config, run, state.totals.calls, state.totals.cost, log_events=True
+    )
+    seeds = Pool.load(seed_skills_dir(), require_gate=True)
+    trainer = Trainer(
+        run=run,
+        config=config,
+        benchmark=bench,
+        splits=splits,
+        agent_lm=agent_lm,
+        optimizer_lm=optimizer_lm,
+        seeds=seeds,
+        progress=progress,
+    )
+    first = state.val_history[0].score if state.val_history else None
+    try:
+        asyncio.run(trainer.train())
+    except (LMFatalError, KeyboardInterrupt):
+        _mark_stopped(run)
+        raise
+    final = run.load_state()
+    before = (
+        first if first is not None else (final.val_history[0].score if final.val_history else None)
+    )
+    return TrainOutcome(run, before, final.cursor.best_val, resumed)
 
 
 def _mark_stopped(run: RunDir) -> None:

@@ -36,11 +36,6 @@ def test_resume_of_a_locked_run_refuses_and_writes_nothing(stopped: Path) -> Non
     assert snapshot(stopped) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runner.resume rewrites the frozen moscopt.yaml with the new budget flags before "
-    "_train takes the run lock (moscopt/runner.py, resume)",
-)
 def test_resume_with_new_budget_of_a_locked_run_leaves_its_config(stopped: Path) -> None:
     config = (stopped / "moscopt.yaml").read_bytes()
     with RunDir.open(stopped).locked():
