@@ -137,6 +137,9 @@ def train(
             notes(m)
     ref = benchmark_ref(bench)
     config = config.model_copy(update={"benchmark": ref})
+    if config.data.path is not None:  # the frozen config must work from any directory
+        data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
+        config = config.model_copy(update={"data": data})
     path = run_path or default_run_path(config, project_root, bench.name)
     from moscopt.trainer import initial_state
 

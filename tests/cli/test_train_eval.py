@@ -126,3 +126,21 @@ def test_bad_train_input(project: Path) -> None:
     assert not (project / "runs").exists()
     result = runner.invoke(app, ["train", "--resume"])
     assert result.exit_code == 2 and "--resume needs --run" in result.output
+
+
+def test_a_run_resumes_and_evaluates_from_another_directory(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeServer(responder=server_responder) as server:
+        result = runner.invoke(app, [*train_args(server.url), "--max-calls", "10"])
+        assert result.exit_code == 1
+        frozen = (project / "runs/r1/moscopt.yaml").read_text()
+        assert f"path: {project / 'addition.jsonl'}" in frozen  # --data is frozen absolute
+        elsewhere = project / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)
+        run = str(project / "runs/r1")
+        resumed = runner.invoke(app, ["train", "--resume", "--run", run, "--max-calls", "1000"])
+        assert resumed.exit_code == 0, resumed.output
+        evaluated = runner.invoke(app, ["eval", "--run", run, "--json"])
+        assert evaluated.exit_code == 0 and json.loads(evaluated.output)["score"] == 1.0
