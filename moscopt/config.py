@@ -47,6 +47,8 @@ class GatingConfig(_Section):
         2, ge=0, description="epoch from which Q-scores join the summary table"
     )
     edit_steps: int = Field(1, ge=0, description="gate edit steps per epoch (phase 2)")
+    # text: the `ACTIVATE: ...` line; json: schema-constrained ids; auto: json for local/ models
+    output: Literal["auto", "text", "json"] = "auto"
     rebuild_threshold: float = Field(0.3, ge=0.0, le=1.0)
     rebuild_window: int = Field(
         3, ge=1, description="consecutive steps the failure rate is taken over"

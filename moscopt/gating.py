@@ -31,7 +31,7 @@ class GateParseError(ValueError):
 @dataclass(frozen=True)
 class Activation:
     skills: tuple[str, ...]
-    source: str  # "gate", "fallback", "random", "all", "single", "none", "static"
+    source: str  # "gate", "partial", "fallback", "random", "all", "single", "none", "static"
     error: str | None = None  # why the gate's answer was not used (fallback only)
     usage: Any = None  # the gate's `Completion`, if a call was made (for accounting)
 
@@ -144,14 +144,50 @@ class GateStats:
     c_min: int = 5
 
 
-class LLMGate:
-    """MOSCOPT's textual gate: the gating skill reads the task and the summary table."""
+def activation_schema(names: Sequence[str], k: int) -> dict[str, Any]:
+    """JSON schema of a constrained gate answer: exactly K ids of the pool."""
+    return {
+        "type": "object",
+        "properties": {
+            "activate": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(names)},
+                "minItems": k,
+                "maxItems": k,
+            }
+        },
+        "required": ["activate"],
+        "additionalProperties": False,
+    }
 
-    def __init__(self, lm: LM, pool: Pool, k: int, stats: GateStats | None = None) -> None:
+
+def constrained_gate(model: str, setting: str) -> bool:
+    """Whether the gate answers through a JSON schema (`auto`: for embedded `local/` models,
+    which rarely follow the `ACTIVATE:` format unaided)."""
+    return setting == "json" or (setting == "auto" and model.startswith("local/"))
+
+
+class LLMGate:
+    """MOSCOPT's textual gate: the gating skill reads the task and the summary table.
+
+    With `constrained`, the answer is generated under `activation_schema` and read as the
+    equivalent `ACTIVATE:` line, so the same strict parser and fallback apply.
+    """
+
+    def __init__(
+        self,
+        lm: LM,
+        pool: Pool,
+        k: int,
+        stats: GateStats | None = None,
+        *,
+        constrained: bool = False,
+    ) -> None:
         if pool.gate is None:
             raise ValueError("the pool has no gating skill")
         self.lm, self.pool, self.k = lm, pool, k
         self.stats = stats or GateStats()
+        self.constrained = constrained
 
     def messages(self, task_text: str) -> list[Message]:
         from moscopt.prompting import render
@@ -170,12 +206,32 @@ class LLMGate:
         from moscopt.lm.errors import LMError, LMFatalError
 
         completion = None
+        schema = activation_schema(self.pool.names, self.k) if self.constrained else None
         try:
             completion = await self.lm.acomplete(
-                self.messages(task_text), sample=sample, purpose="gate", max_tokens=64 + 24 * self.k
+                self.messages(task_text),
+                sample=sample,
+                purpose="gate",
+                max_tokens=64 + 24 * self.k,
+                schema=schema,
             )
+            text = completion.text
+            if schema is not None and isinstance(completion.data, dict):
+                chosen = list(dict.fromkeys(map(str, completion.data.get("activate", []))))
+                if 0 < len(chosen) < self.k:  # a schema cannot forbid repeats: complete by Q
+                    s = self.stats
+                    n = len(self.pool)
+                    ranked = fallback_top_k(self.pool.names, s.q, s.activations, n, s.c_min)
+                    filled = chosen + [n for n in ranked if n not in chosen][: self.k - len(chosen)]
+                    return Activation(
+                        tuple(filled),
+                        "partial",
+                        error=f"{self.k - len(chosen)} repeated id(s) completed by Q-score",
+                        usage=completion,
+                    )
+                text = "ACTIVATE: " + ", ".join(chosen)
             return Activation(
-                parse_activation(completion.text, self.pool.names, self.k), "gate", usage=completion
+                parse_activation(text, self.pool.names, self.k), "gate", usage=completion
             )
         except LMFatalError:
             raise

@@ -376,7 +376,7 @@ def make_router(
 ) -> Router:
     """The router a deployment uses: a static routing `table` if given (no model call), else
     the trained gate seeing the run's statistics (`state`, or `stats` from an export)."""
-    from moscopt.gating import FixedSkills, GateStats, LLMGate, RandomGate
+    from moscopt.gating import FixedSkills, GateStats, LLMGate, RandomGate, constrained_gate
 
     if pool is None:
         return FixedSkills((), "none")
@@ -398,7 +398,8 @@ def make_router(
             enriched=state.epoch >= config.gating.enrich_epoch,
             c_min=config.credit.c_min,
         )
-    return LLMGate(lm, pool, k, stats)
+    constrained = constrained_gate(lm.model, config.gating.output)
+    return LLMGate(lm, pool, k, stats, constrained=constrained)
 
 
 def _positive(text: str) -> int:

@@ -38,6 +38,7 @@ from moscopt.gating import (
     ParseFailureMonitor,
     RandomGate,
     Router,
+    constrained_gate,
     summary_table,
 )
 from moscopt.harness import Rollout
@@ -161,7 +162,8 @@ class Trainer:
             return FixedSkills(pool.names, "all")
         if policy == "random" or pool.gate is None:
             return RandomGate(pool, self.config.pool.k, self.config.seed)
-        return LLMGate(self.agent_lm, pool, self.config.pool.k, stats)
+        constrained = constrained_gate(self.agent_lm.model, self.config.gating.output)
+        return LLMGate(self.agent_lm, pool, self.config.pool.k, stats, constrained=constrained)
 
     def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:
         configured = self.config.agent.tools
@@ -374,7 +376,7 @@ class Trainer:
         self.save()
 
     def watch_gate(self, rollouts: Sequence[Rollout]) -> None:
-        failures = sum(r.activation == "fallback" for r in rollouts)
+        failures = sum(r.activation in ("fallback", "partial") for r in rollouts)
         if failures / max(1, len(rollouts)) <= self.config.gating.rebuild_threshold:
             assert self.pool.gate is not None
             self.state.last_good_gate = self.pool.gate.to_json()

@@ -155,3 +155,29 @@ def test_step_level_gating_reselects_before_each_step(seed_dir: Path, offline) -
     assert "## Progress so far" in second_gate
     assert "## Skill: python-tool-use" in lm.history[3].messages[0]["content"]
     assert "## Skill: cautious-planner" not in lm.history[3].messages[0]["content"]
+
+
+def test_constrained_gate_for_local_models(seed_dir: Path) -> None:
+    from moscopt.gating import constrained_gate
+
+    assert constrained_gate("local/smollm2", "auto") and constrained_gate("openai/x", "json")
+    assert not constrained_gate("openai/x", "auto") and not constrained_gate(
+        "local/smollm2", "text"
+    )
+    pool = Pool.load(seed_dir, require_gate=True)
+    stats = GateStats(q={"working-backwards": 0.9}, c_min=0)
+    lm = FakeLM(
+        [
+            '{"activate": ["close-reading", "detail-verifier"]}',
+            '{"activate": ["close-reading", "close-reading"]}',
+            '{"activate": ["not-a-skill", "close-reading"]}',
+        ]
+    )
+    gate = LLMGate(lm, pool, 2, stats, constrained=True)
+    ok, partial, bad = (asyncio.run(gate.select("t", sample=i)) for i in range(3))
+    assert (ok.source, ok.skills) == ("gate", ("close-reading", "detail-verifier"))
+    assert (partial.source, partial.skills) == ("partial", ("close-reading", "working-backwards"))
+    assert bad.source == "fallback" and bad.error
+    schema = lm.history[0].schema
+    assert schema is not None and schema["properties"]["activate"]["maxItems"] == 2
+    assert set(schema["properties"]["activate"]["items"]["enum"]) == set(pool.names)
