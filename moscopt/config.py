@@ -68,6 +68,9 @@ class OptimizerConfig(_Section):
     l_max: int = Field(8, ge=1)
     l_min: int = Field(2, ge=1)
     minibatch: int = Field(4, ge=1, description="M_b: tasks per skill-editing minibatch")
+    max_targets: int | None = Field(
+        None, ge=1, description="skills edited per minibatch, most implicated first (None: K)"
+    )
     merge_batch: int = Field(8, ge=1, description="M_g: trajectories merged per reflection")
     rejection_capacity: int = Field(10, ge=0, description="R")
     summary_chars: int = Field(200, ge=20)

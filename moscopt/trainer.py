@@ -408,9 +408,10 @@ class Trainer:
         ]
 
     def edit_targets(self, records: Sequence[Record]) -> list[str]:
-        """Skills active in failed rollouts, most failures first."""
+        """Skills active in failed rollouts, most failures first, at most `max_targets` (K)."""
         counts = Counter(s for r in records if r.reward < 1.0 for s in r.skills if s in self.pool)
-        return sorted(counts, key=lambda s: (-counts[s], s))
+        cap = self.config.optimizer.max_targets or self.config.pool.k
+        return sorted(counts, key=lambda s: (-counts[s], s))[:cap]
 
     def evidence(self, name: str, records: Sequence[Record]) -> str:
         mine = [r for r in records if name in r.skills]
