@@ -90,7 +90,7 @@ def measure(n: int, k: int, b: int, v: int) -> dict[str, Any]:
 
 def main() -> None:
     print("Each step: B rollouts (1 gate + T agent calls each); per edited skill: reflect,")
-    print("propose, and |V| validation rollouts. Edited skills per step <= max_targets (default K).")
+    print("propose, and |V| validation rollouts; at most max_targets (default K) skills a step.")
     for n, k, b, v in [
         (10, 3, 4, 10),
         (10, 3, 4, 20),
