@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Task
 
 
+def agent_tools(
+    configured: Sequence[str] | None, benchmark: Benchmark, max_steps: int | None
+) -> tuple[list[str], int]:
+    """The tools an agent gets (the config's, else the benchmark's) and its step budget T
+    (the config's, else 4 with tools and 1 without)."""
+    tools = list(benchmark.tools if configured is None else configured)
+    return tools, max_steps or (4 if tools else 1)
+
+
 class SkillAgent:
     """An agent with a skill pool and a router; `run` never raises except on fatal LM errors."""
 

@@ -284,13 +284,14 @@ def evaluate(
     skills folder or a mixture export, with its gate), `static` (a static export's routing
     table, no gate call) or `distilled` (the single distilled skill, no gate call). `static`
     and `distilled` read `export_path`, else the run's `exports/<mode>/`."""
-    from moscopt.agent import SkillAgent
+    from moscopt.agent import SkillAgent, agent_tools
     from moscopt.evaluate import evaluate as run_eval
     from moscopt.export import Deployment, open_export, open_run_export
     from moscopt.state import RunState
 
     if mode not in ("none", "mixture", "static", "distilled"):
         raise UserError(f"unknown mode '{mode}' (none, mixture, static or distilled)", field="mode")
+    reps: int | str = "auto" if repeats == "auto" else _positive(repeats)
     run = RunDir.open(run_path) if run_path is not None else None
     state: RunState | None = run.load_state() if run is not None else None
     # The deployment: an export folder (--export), the run's own export (static, distilled),
@@ -336,18 +337,16 @@ def evaluate(
     agent_lm, _ = build_lms(config, run)
     table = deployment.table if deployment is not None else None
     router = make_router(config, pool, state, agent_lm, table=table, stats=stats)
-    configured = config.agent.tools
-    tools: list[str] = list(bench.tools if configured is None else configured)
+    tools, steps = agent_tools(config.agent.tools, bench, config.agent.max_steps)
     agent = SkillAgent(
         agent_lm,
         bench,
         pool,
         router,
         tools=tools,
-        max_steps=config.agent.max_steps or (4 if tools else 1),
+        max_steps=steps,
         granularity=config.gating.granularity,
     )
-    reps: int | str = "auto" if repeats == "auto" else _positive(repeats)
     if on_start:
         on_start(len(tasks) * (reps if isinstance(reps, int) else 3))
     result = asyncio.run(

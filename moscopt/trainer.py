@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonpatch
 
-from moscopt.agent import SkillAgent
+from moscopt.agent import SkillAgent, agent_tools
 from moscopt.config import Config
 from moscopt.credit import Outcome, assign_credit, forget
 from moscopt.editadam import Candidate, EditAdam, format_trajectories
@@ -166,9 +166,8 @@ class Trainer:
         return LLMGate(self.agent_lm, pool, self.config.pool.k, stats, constrained=constrained)
 
     def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:
-        configured = self.config.agent.tools
-        tools: list[str] = list(self.benchmark.tools if configured is None else configured)
-        steps = self.config.agent.max_steps or (4 if tools else 1)
+        agent_cfg = self.config.agent
+        tools, steps = agent_tools(agent_cfg.tools, self.benchmark, agent_cfg.max_steps)
         return SkillAgent(
             self.agent_lm,
             self.benchmark,
