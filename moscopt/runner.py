@@ -114,6 +114,14 @@ def build_lms(
     return agent, optimizer
 
 
+def close_lms(*lms: LM) -> None:
+    """Release the LMs' connections and cache handles (a closed cache leaves no open WAL)."""
+    for lm in dict.fromkeys(lms):  # the agent and the optimizer may be one object
+        close = getattr(lm, "close", None)
+        if close is not None:
+            close()
+
+
 def default_run_path(config: Config, root: Path, benchmark: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return root / config.runs_dir / f"{benchmark}-{stamp}"
@@ -225,6 +233,8 @@ def _train(
     except (LMFatalError, KeyboardInterrupt):
         _mark_stopped(run)
         raise
+    finally:
+        close_lms(agent_lm, optimizer_lm)
     final = run.load_state()
     before = (
         first if first is not None else (final.val_history[0].score if final.val_history else None)
@@ -349,11 +359,18 @@ def evaluate(
     )
     if on_start:
         on_start(len(tasks) * (reps if isinstance(reps, int) else 3))
-    result = asyncio.run(
-        run_eval(
-            agent, tasks, concurrency=config.llm.concurrency, repeats=reps, on_rollout=on_rollout
+    try:
+        result = asyncio.run(
+            run_eval(
+                agent,
+                tasks,
+                concurrency=config.llm.concurrency,
+                repeats=reps,
+                on_rollout=on_rollout,
+            )
         )
-    )
+    finally:
+        close_lms(agent_lm)
     if out is None:
         name = f"eval-{bench.name}-{split}-{mode}.jsonl"
         out = (run.exports_dir / name) if run is not None else Path(name)

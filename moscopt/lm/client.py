@@ -213,6 +213,8 @@ class LiteLLMClient:
     def close(self) -> None:
         """Release connections and the cache handle (the client stays usable: they reopen)."""
         self.transport.close()
+        if self.cache is not None:
+            self.cache.close()
 
     # -- steps of a call -------------------------------------------------------------------------
 
