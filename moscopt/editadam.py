@@ -19,7 +19,7 @@ from moscopt.edits import ApplyResult, Proposal, ProposalError, apply_edits, par
 from moscopt.edits import proposal_schema as _schema
 from moscopt.harness import Rollout
 from moscopt.lm.base import LM
-from moscopt.lm.errors import LMFatalError, LMOutputError, LMRequestError
+from moscopt.lm.errors import LMOutputError, LMRequestError
 from moscopt.prompting import render
 from moscopt.schedule import clamp
 from moscopt.skills import Skill
@@ -125,17 +125,10 @@ class EditAdam:
                 trajectories=evidence,
                 step_buffer=bullets(state.step_buffer),
             )
-        try:
-            completion = await self.lm.acomplete(
-                [{"role": "user", "content": prompt}],
-                purpose=f"reflect-{self.kind}",
-                max_tokens=400,
-            )
-        except LMFatalError:
-            raise
-        except LMRequestError:
+        text = await self._ask(prompt, f"reflect-{self.kind}", 400)
+        if text is None:
             return None
-        analysis = completion.text.strip()
+        analysis = text.strip()
         if analysis:
             state.step_buffer.append(_cut(analysis, 1500))
         return analysis or None
@@ -214,17 +207,23 @@ class EditAdam:
             accepted="\n".join(f"- {a}" for a in accepted) or NONE,
             rejected=format_rejections(state.rejection_buffer),
         )
-        try:
-            completion = await self.lm.acomplete(
-                [{"role": "user", "content": prompt}], purpose="memory", max_tokens=300
-            )
-        except LMFatalError:
-            raise
-        except LMRequestError:
+        text = await self._ask(prompt, "memory", 300)
+        if text is None:
             return
-        lessons = [ln.strip() for ln in completion.text.splitlines() if ln.strip().startswith("-")]
+        lessons = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("-")]
         if lessons:
             state.long_term_memory = [_cut(ln, 300) for ln in lessons[:6]]
+
+    async def _ask(self, prompt: str, purpose: str, max_tokens: int) -> str | None:
+        """A plain-text answer; None if the provider refused this request (`LMRequestError`).
+        Fatal LM errors propagate: the run must stop."""
+        try:
+            completion = await self.lm.acomplete(
+                [{"role": "user", "content": prompt}], purpose=purpose, max_tokens=max_tokens
+            )
+        except LMRequestError:
+            return None
+        return completion.text
 
     async def choose_budget(self, hard: float, soft: float, history: str) -> int:
         """The autonomous schedule: the LLM picks L in [L_min, L_max]."""
@@ -232,15 +231,10 @@ class EditAdam:
         prompt = render(
             "budget", hard=f"{hard:.3f}", soft=f"{soft:.3f}", l_min=lo, l_max=hi, history=history
         )
-        try:
-            completion = await self.lm.acomplete(
-                [{"role": "user", "content": prompt}], purpose="budget", max_tokens=16
-            )
-        except LMFatalError:
-            raise
-        except LMRequestError:
+        text = await self._ask(prompt, "budget", 16)
+        if text is None:
             return hi
-        m = re.search(r"L\s*[:=]\s*(\d+)", completion.text) or re.search(r"\d+", completion.text)
+        m = re.search(r"L\s*[:=]\s*(\d+)", text) or re.search(r"\d+", text)
         return clamp(int(m.group(1) if m.groups() else m.group(0)), hi, lo) if m else hi
 
 
