@@ -67,16 +67,27 @@ class OptimizerConfig(_Section):
     schedule: Literal["constant", "linear", "cosine", "autonomous"] = "linear"
     l_max: int = Field(8, ge=1)
     l_min: int = Field(2, ge=1)
-    minibatch: int = Field(4, ge=1, description="M_b: tasks per skill-editing minibatch")
+    minibatch: int = Field(4, ge=1, description="M_b: trajectories per reflection")
+    batch: int | None = Field(
+        None, ge=1, description="tasks rolled out per skill-editing step (None: M_b)"
+    )
     max_targets: int | None = Field(
         None, ge=1, description="skills edited per minibatch, most implicated first (None: K)"
     )
-    merge_batch: int = Field(8, ge=1, description="M_g: trajectories merged per reflection")
+    merge_batch: int = Field(8, ge=2, description="M_g: analyses merged per merge call")
     rejection_capacity: int = Field(10, ge=0, description="R")
     summary_chars: int = Field(200, ge=20)
     p_val: float = Field(1.0, gt=0.0, le=1.0, description="fraction of the validation split used")
-    rejection_buffer: bool = True
+    rejection_buffer: bool = True  # False: rejected edits are not shown to the next proposal
     long_term_memory: bool = True
+    # reflect_edit: the "EditAdam -> simple reflect-edit" ablation (no step buffer, no
+    # rejection buffer, no long-term memory: each proposal sees only this step's analysis)
+    method: Literal["editadam", "reflect_edit"] = "editadam"
+    # strict: one sample, accept on a strictly higher mean (the paper); paired: the sequential
+    # paired test of moscopt.policies.acceptance
+    acceptance: Literal["strict", "paired"] = "paired"
+    max_val_samples: int = Field(5, ge=1, description="sample indices per acceptance decision")
+    confidence: float = Field(0.95, gt=0.5, lt=1.0, description="of the paired acceptance test")
 
     @model_validator(mode="after")
     def _check_budget(self) -> OptimizerConfig:
@@ -93,6 +104,7 @@ class EvolutionConfig(_Section):
     mutation_fraction: float = Field(0.5, gt=0.0, le=1.0)
     fresh_skills: int = Field(2, ge=0, le=10)
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    cobreed: bool = True  # False: the "no co-breeding" ablation (offspring only by mutation)
 
 
 class TrainingConfig(_Section):
@@ -129,6 +141,9 @@ class AgentConfig(_Section):
     )
     # None: the benchmark's own tools. shell and search are not available yet.
     tools: list[Literal["python"]] | None = None
+    # False: the "no progressive disclosure" ablation (every skill body in context; the gate
+    # still selects, and credit still goes to the selected skills)
+    progressive_disclosure: bool = True
 
 
 class DataConfig(_Section):
