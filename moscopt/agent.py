@@ -1,4 +1,17 @@
-"""`SkillAgent`: route a task to K skills, run the agent, grade the answer -> `Rollout`."""
+"""`SkillAgent`: route a task to K skills, run the agent, grade the answer -> `Rollout`.
+
+Gating granularity. `task` (the default): the router selects once, before the first step.
+`step`: the router selects again before every step after the first, from the task plus the
+progress so far; a step is a tool turn with tools, a draft/verify/refine round without (see
+`moscopt.harness`), so step-level gating works on every benchmark, with or without tools, as
+long as T = `max_steps` > 1 (`agent_tools` gives T = 3 without tools). Every selection is kept
+on the rollout (`Rollout.selections`, with its source in `Rollout.sources`) for credit.
+
+Progressive disclosure. By default only the selected skills' bodies reach the agent. With
+`progressive_disclosure=False` (the ablation) every skill body of the pool is in the agent's
+context; the router still selects, and the selected skills are what the rollout reports (and
+what gets credit).
+"""
 
 from __future__ import annotations
 
@@ -7,25 +20,41 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from moscopt.gating import Activation, FixedSkills, Router
-from moscopt.harness import Rollout, Usage, run_agent
+from moscopt.harness import Reselect, Rollout, Usage, progress_text, run_agent
 from moscopt.lm.base import LM, Message
 from moscopt.skills import Pool, Skill
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Task
+    from moscopt.config import Config
+
+TOOL_STEPS = 4  # T with tools
+REFINE_STEPS = 3  # T without tools under step-level gating: a draft, then two verify/refine rounds
 
 
 def agent_tools(
-    configured: Sequence[str] | None, benchmark: Benchmark, max_steps: int | None
+    configured: Sequence[str] | None,
+    benchmark: Benchmark,
+    max_steps: int | None,
+    *,
+    granularity: str = "task",
 ) -> tuple[list[str], int]:
     """The tools an agent gets (the config's, else the benchmark's) and its step budget T
-    (the config's, else 4 with tools and 1 without)."""
+    (the config's, else 4 with tools, 3 without tools under step-level gating, 1 otherwise)."""
     tools = list(benchmark.tools if configured is None else configured)
-    return tools, max_steps or (4 if tools else 1)
+    if max_steps:
+        return tools, max_steps
+    if tools:
+        return tools, TOOL_STEPS
+    return tools, REFINE_STEPS if granularity == "step" else 1
 
 
 class SkillAgent:
-    """An agent with a skill pool and a router; `run` never raises except on fatal LM errors."""
+    """An agent with a skill pool and a router; `run` never raises except on fatal LM errors.
+
+    `max_steps` is T; without tools and with task-level gating the agent is single-turn (T = 1)
+    whatever `max_steps` says.
+    """
 
     def __init__(
         self,
@@ -37,14 +66,37 @@ class SkillAgent:
         tools: Sequence[str] = (),
         max_steps: int = 1,
         granularity: str = "task",
+        progressive_disclosure: bool = True,
     ) -> None:
         self.lm = lm
         self.benchmark = benchmark
         self.pool = pool
         self.router: Router = router or FixedSkills((), "none")
         self.tools = tuple(tools)
-        self.max_steps = max_steps if self.tools else 1
         self.granularity = granularity
+        multi_step = bool(self.tools) or granularity == "step"
+        self.max_steps = max(1, max_steps) if multi_step else 1
+        self.progressive_disclosure = progressive_disclosure
+
+    @classmethod
+    def from_config(
+        cls, lm: LM, benchmark: Benchmark, pool: Pool | None, router: Router, config: Config
+    ) -> SkillAgent:
+        """The agent `config` describes (tools, T, gating granularity, disclosure)."""
+        granularity = config.gating.granularity
+        tools, steps = agent_tools(
+            config.agent.tools, benchmark, config.agent.max_steps, granularity=granularity
+        )
+        return cls(
+            lm,
+            benchmark,
+            pool,
+            router,
+            tools=tools,
+            max_steps=steps,
+            granularity=granularity,
+            progressive_disclosure=config.agent.progressive_disclosure,
+        )
 
     def _skills(self, names: Sequence[str]) -> list[Skill]:
         if self.pool is None:
@@ -55,17 +107,22 @@ class SkillAgent:
         usage = Usage()
         activation = await self.router.select(task.prompt, sample=sample)
         _count(usage, activation)
-        reselect = None
+        selections = [activation]
+        reselect: Reselect | None = None
         if self.granularity == "step" and self.max_steps > 1:
 
             async def reselect(messages: list[Message]) -> list[Skill]:
-                progress = messages[-1]["content"][-1500:]
                 act = await self.router.select(
-                    f"{task.prompt}\n\n## Progress so far\n{progress}", sample=sample
+                    f"{task.prompt}\n\n## Progress so far\n{progress_text(messages)}",
+                    sample=sample,
                 )
                 _count(usage, act)
+                selections.append(act)
                 return self._skills(act.skills)
 
+        everything = None
+        if not self.progressive_disclosure and self.pool is not None:
+            everything = list(self.pool)
         messages, response, agent_usage, error = await run_agent(
             self.lm,
             task,
@@ -75,6 +132,7 @@ class SkillAgent:
             max_steps=self.max_steps,
             sample=sample,
             reselect=reselect,
+            pool_skills=everything,
         )
         grade = await asyncio.to_thread(self.benchmark.grade, task, response)
         return Rollout(
@@ -93,6 +151,8 @@ class SkillAgent:
             cost=usage.cost + agent_usage.cost,
             calls=usage.calls + agent_usage.calls,
             sample=sample,
+            selections=tuple(a.skills for a in selections),
+            sources=tuple(a.source for a in selections),
         )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from moscopt.gating import GATE_ERROR, PARSE_FAILURES
 from moscopt.harness import Rollout
 from moscopt.stats import mean_ci, repeats_half_width
 
@@ -44,7 +45,9 @@ class EvalResult:
             "rollouts": len(self.rollouts),
             "repeats": max(1, len(self.repeat_scores)),
             "errors": sum(r.error is not None for r in self.rollouts),
-            "gate_fallbacks": sum(r.activation == "fallback" for r in self.rollouts),
+            # per selection (one per step with step-level gating); LLM errors at the gate apart
+            "gate_fallbacks": sum(s in PARSE_FAILURES for r in self.rollouts for s in r.sources),
+            "gate_errors": sum(s == GATE_ERROR for r in self.rollouts for s in r.sources),
             "calls": sum(r.calls for r in self.rollouts),
             "prompt_tokens": sum(r.prompt_tokens for r in self.rollouts),
             "completion_tokens": sum(r.completion_tokens for r in self.rollouts),

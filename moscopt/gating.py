@@ -4,13 +4,27 @@
 else is a `GateParseError` with the reason, which the caller handles by policy (`fallback_top_k`:
 the top K by Q-score, preferring skills with at least c_min activations) and feeds back to the
 gate's optimizer.
+
+How a selection was made (`Activation.source`, copied to `Rollout.activation` / `sources`):
+
+- `gate`: the LLM gate's answer named exactly K valid, distinct ids.
+- `partial`: a schema-constrained answer repeated ids; completed by Q-score. A parse failure.
+- `fallback`: the answer could not be used (no `ACTIVATE:` line, unknown, duplicate or too
+  few/many ids, or structured output that failed its schema: `LMOutputError`); top K by Q-score.
+  A parse failure.
+- `gate_error`: the gate call itself failed (`LMRequestError`: the provider refused or could not
+  answer the request); top K by Q-score. Not a parse failure: the gate's text is not at fault.
+  (Transient failures that outlast the retries are `LMUnavailableError`, fatal: the run stops.)
+- `random`, `all`, `single`, `none`, `static`: no LLM gate (ablations and deployment modes).
+
+`PARSE_FAILURES` is what `ParseFailureMonitor` counts against the gate, over `GATE_ANSWERS`.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +38,11 @@ _ID_STRIP = " \t`'\"*[](){}<>.;"
 MAX_SCANNED_CHARS = 20_000  # a 100 KB answer is scanned from its end only
 
 
+PARSE_FAILURES = frozenset({"partial", "fallback"})  # the gate answered, but not K valid ids
+GATE_ANSWERS = frozenset({"gate", "partial", "fallback"})  # the gate answered (no LLM error)
+GATE_ERROR = "gate_error"
+
+
 class GateParseError(ValueError):
     """The gate's answer is not exactly K valid, distinct skill ids."""
 
@@ -31,8 +50,8 @@ class GateParseError(ValueError):
 @dataclass(frozen=True)
 class Activation:
     skills: tuple[str, ...]
-    source: str  # "gate", "partial", "fallback", "random", "all", "single", "none", "static"
-    error: str | None = None  # why the gate's answer was not used (fallback only)
+    source: str  # see the module docstring
+    error: str | None = None  # why the gate's answer was not used (partial, fallback, gate_error)
     usage: Any = None  # the gate's `Completion`, if a call was made (for accounting)
 
 
@@ -100,17 +119,32 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "/")
 
 
+def count_parse_failures(sources: Iterable[str]) -> tuple[int, int]:
+    """(parse failures, gate answers) among activation sources. A `gate_error` (the LLM call
+    failed) is in neither count; sources of other routers (random, all, ...) neither."""
+    failures = answers = 0
+    for source in sources:
+        answers += source in GATE_ANSWERS
+        failures += source in PARSE_FAILURES
+    return failures, answers
+
+
 class ParseFailureMonitor:
     """Tracks gate parse failures per optimization step; says when to restore the last good gate.
 
-    The gate is rebuilt when the failure rate exceeds `threshold` in each of the last `window`
-    consecutive steps.
+    The gate is rebuilt when the failure rate (parse failures over gate answers, see
+    `count_parse_failures`) exceeds `threshold` in each of the last `window` consecutive steps.
     """
 
     def __init__(self, threshold: float, window: int, history: list[float] | None = None) -> None:
         self.threshold = threshold
         self.window = window
         self.history: list[float] = list(history or [])
+
+    def record_sources(self, sources: Iterable[str]) -> bool:
+        """Record one step from the activation sources of its selections (with step-level
+        gating, every selection of every rollout: `Rollout.sources`)."""
+        return self.record_step(*count_parse_failures(sources))
 
     def record_step(self, failures: int, calls: int) -> bool:
         """Record one step's counts; True if the gate should be restored now."""
@@ -203,7 +237,7 @@ class LLMGate:
         ]
 
     async def select(self, task_text: str, *, sample: int = 0) -> Activation:
-        from moscopt.lm.errors import LMError, LMFatalError
+        from moscopt.lm.errors import LMError, LMFatalError, LMRequestError
 
         completion = None
         schema = activation_schema(self.pool.names, self.k) if self.constrained else None
@@ -235,11 +269,14 @@ class LLMGate:
             )
         except LMFatalError:
             raise
+        except LMRequestError as e:  # the call failed: not the gate's fault
+            source, error = GATE_ERROR, f"LM request failed: {e}"[:300]
         except (GateParseError, LMError) as e:  # fall back by policy; the caller logs `error`
-            error = str(e)[:300]
+            source, error = "fallback", str(e)[:300]
+            completion = getattr(e, "completion", completion)  # LMOutputError: a call was made
         s = self.stats
         fallback = fallback_top_k(self.pool.names, s.q, s.activations, self.k, s.c_min)
-        return Activation(fallback, "fallback", error=error, usage=completion)
+        return Activation(fallback, source, error=error, usage=completion)
 
 
 class RandomGate:

@@ -1,16 +1,32 @@
 """Run one task with a set of skills: the agent loop and the `Rollout` it produces.
 
-Progressive disclosure: only the bodies of the activated skills enter the agent's system
-prompt. Single-turn by default; with the `python` tool enabled, the agent may run code for up to
-`max_steps` turns: a reply that contains a ```python block and no final answer is a tool call,
-its output comes back as the next user message.
+Progressive disclosure (the default): only the bodies of the selected skills enter the agent's
+system prompt; the rest of the pool stays out of context (the gate saw only descriptions). The
+"no progressive disclosure" ablation (`pool_skills` given) puts every skill body of the pool in
+the system prompt: the selected skills first, exactly as they are shown by default, then the
+other skills under a heading that says the gate did not select them. Only the presence of the
+unselected bodies changes; the gate still selects, its choice still reaches the agent, and
+credit still goes to the selected skills.
+
+What a step is. Single-turn by default (T = 1). With the `python` tool, a step is one turn: a
+reply that contains a ```python block and no final answer is a tool call, its output comes back
+as the next user message, up to `max_steps` turns; a reply without a tool call is the final
+answer and ends the run. Without tools and with `max_steps` > 1 (step-level gating), a step is
+one round of a draft/verify/refine loop: step 1 drafts a solution; each later step asks the
+agent to check the latest solution against the task and either reply `VERIFIED` (the run ends
+early and the latest solution is the final answer) or write a corrected complete solution, which
+becomes the latest solution. The response graded is the latest solution.
+
+With `reselect` (step-level gating), the skills are chosen again before every step after the
+first, from the task and the progress so far (`progress_text`), and the system prompt changes to
+the new selection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,38 +45,91 @@ it; the code runs in a fresh process (standard library only, no network, no file
 its printed output comes back to you. Print what you need to see. When you have the result,
 reply with your final answer in the format the task asks for."""
 
+REFINE_INSTRUCTIONS = """\
+Check the latest solution above against the task, step by step. If it is correct and complete,
+reply with the single word VERIFIED and nothing else. Otherwise, reply with a corrected, complete
+solution that ends with the final answer in the format the task asks for."""
+
+OTHER_SKILLS_HEADING = (
+    "# Other skills of the pool\n\n"
+    "The gate did not select these skills for this task; they are shown for reference."
+)
+
+PROGRESS_CHARS = 1500  # the tail of the trajectory the gate sees when it reselects
+
 _PY_BLOCK = re.compile(r"```(?:python|py)\s*\n(.*?)```", re.DOTALL)
+_VERIFIED = re.compile(r"^\W*verified\W*$", re.IGNORECASE)
+
+Reselect = Callable[[list[Message]], Awaitable[Sequence[Skill]]]
 
 
 @dataclass
 class Rollout:
-    """One attempt at one task: what reflection and credit assignment read."""
+    """One attempt at one task: what reflection and credit assignment read.
+
+    `selections` holds every selection of skills made during the rollout, in step order (one
+    with task-level gating, one per step with step-level gating); the first is `skills`.
+    `sources` says how each was made (an `Activation.source`), the first being `activation`.
+    Both default to the single selection (`skills`, `activation`).
+    """
 
     task_id: str
     skills: tuple[str, ...]
-    activation: str  # how the skills were chosen: gate, fallback, random, all, single, none
+    # how the skills were chosen: gate, partial, fallback, gate_error, random, all, single,
+    # none, static (see `moscopt.gating.Activation`)
+    activation: str
     messages: list[Message]
     response: str
     answer: str | None
     reward: float
     detail: str = ""
     error: str | None = None  # an LM request failure or a grader error
-    gate_error: str | None = None  # why the gate's answer was not used
+    gate_error: str | None = None  # why the gate's answer was not used (first selection)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
     calls: int = 0
     sample: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    selections: tuple[tuple[str, ...], ...] = ()
+    sources: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.selections:
+            self.selections = (tuple(self.skills),)
+        if not self.sources:
+            self.sources = (self.activation,) * len(self.selections)
 
     @property
     def success(self) -> bool:
         return self.reward >= 1.0
 
+    @property
+    def soft(self) -> float:
+        """The partial-credit score. The graders' reward already is partial credit where they
+        give any (IFEval's `fraction` scoring, custom graders returning a float); the others
+        are 0/1, so the soft score is the reward."""
+        return self.reward
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        """Every skill selected at some step, in order of first selection."""
+        return tuple(dict.fromkeys(name for sel in self.selections for name in sel))
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["skills"] = list(self.skills)
+        data["selections"] = [list(sel) for sel in self.selections]
+        data["sources"] = list(self.sources)
         return data
+
+
+def minibatch_scores(rollouts: Sequence[Rollout]) -> tuple[float, float]:
+    """(hard, soft) of a batch: the fraction solved and the mean soft score (0, 0 if empty)."""
+    if not rollouts:
+        return 0.0, 0.0
+    n = len(rollouts)
+    return sum(r.success for r in rollouts) / n, sum(r.soft for r in rollouts) / n
 
 
 @dataclass
@@ -77,15 +146,24 @@ class Usage:
         self.calls += 0 if completion.cache_hit else 1
 
 
-def system_prompt(skills: Sequence[Skill], tools: Sequence[str]) -> str | None:
-    """The agent's system prompt: the activated skills' bodies (and tool instructions)."""
+def system_prompt(
+    skills: Sequence[Skill], tools: Sequence[str], others: Sequence[Skill] = ()
+) -> str | None:
+    """The agent's system prompt: the selected skills' bodies, then (no-progressive-disclosure
+    ablation) the other skills' bodies, then the tool instructions."""
     parts = []
-    if skills:
-        blocks = "\n\n".join(f"## Skill: {s.name}\n\n{s.body.strip()}" for s in skills)
+    if skills or others:
+        blocks = _blocks(skills)
+        if others:
+            blocks = "\n\n".join(b for b in (blocks, OTHER_SKILLS_HEADING, _blocks(others)) if b)
         parts.append(render("agent_system", skills=blocks).strip())
     if "python" in tools:
         parts.append(TOOL_INSTRUCTIONS)
     return "\n\n".join(parts) if parts else None
+
+
+def _blocks(skills: Iterable[Skill]) -> str:
+    return "\n\n".join(f"## Skill: {s.name}\n\n{s.body.strip()}" for s in skills)
 
 
 def tool_call(response: str, benchmark: Benchmark) -> str | None:
@@ -98,6 +176,22 @@ def tool_call(response: str, benchmark: Benchmark) -> str | None:
     return str(blocks[-1]).strip() or None
 
 
+def is_verified(response: str) -> bool:
+    """Whether a verify/refine reply confirms the latest solution (its first line: VERIFIED)."""
+    lines = [line for line in response.strip().splitlines() if line.strip()]
+    return bool(lines) and _VERIFIED.match(lines[0].strip()) is not None
+
+
+def progress_text(messages: Sequence[Message], limit: int = PROGRESS_CHARS) -> str:
+    """What the agent has done so far, for the gate's reselection: the last reply and the tool
+    output that answered it, if any (the tail of `limit` characters)."""
+    last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
+    if last < 0:
+        return ""
+    parts = [m["content"] for m in messages[last:] if m["content"] != REFINE_INSTRUCTIONS]
+    return "\n\n".join(parts)[-limit:]
+
+
 async def run_agent(
     lm: LM,
     task: Task,
@@ -107,26 +201,25 @@ async def run_agent(
     tools: Sequence[str] = (),
     max_steps: int = 1,
     sample: int = 0,
-    reselect: Callable[[list[Message]], Any] | None = None,
+    reselect: Reselect | None = None,
+    pool_skills: Sequence[Skill] | None = None,
 ) -> tuple[list[Message], str, Usage, str | None]:
-    """The agent loop; returns (messages, final response, usage, error).
+    """The agent loop (see the module docstring); returns (messages, final response, usage,
+    error).
 
     `reselect`, for step-level gating, is awaited before each step after the first with the
-    trajectory so far and returns the skills for the next step.
+    trajectory so far and returns the skills for the next step. `pool_skills`, for the
+    no-progressive-disclosure ablation, are every skill of the pool (all shown to the agent).
     """
     usage = Usage()
+    refine = "python" not in tools
     messages: list[Message] = []
-    system = system_prompt(skills, tools)
-    if system:
-        messages.append({"role": "system", "content": system})
+    _set_system(messages, _system(skills, tools, pool_skills))
     messages.append({"role": "user", "content": task.prompt})
     response = ""
     for step in range(max_steps):
         if step > 0 and reselect is not None:
-            new_skills = await reselect(messages)
-            system = system_prompt(new_skills, tools)
-            if system and messages[0]["role"] == "system":
-                messages[0] = {"role": "system", "content": system}
+            _set_system(messages, _system(await reselect(messages), tools, pool_skills))
         try:
             completion = await lm.acomplete(messages, sample=sample, purpose="agent")
         except LMFatalError:
@@ -134,14 +227,41 @@ async def run_agent(
         except LMRequestError as e:
             return messages, response, usage, f"LM request failed: {e}"
         usage.add(completion)
+        messages.append({"role": "assistant", "content": completion.text})
+        if refine and step > 0 and is_verified(completion.text):
+            break  # the latest solution stands
         response = completion.text
-        messages.append({"role": "assistant", "content": response})
-        code = tool_call(response, benchmark) if "python" in tools else None
-        if code is None or step == max_steps - 1:
+        if step == max_steps - 1:
+            break
+        if refine:
+            messages.append({"role": "user", "content": REFINE_INSTRUCTIONS})
+            continue
+        code = tool_call(response, benchmark)
+        if code is None:
             break
         observation = await asyncio.to_thread(_run_python_tool, code)
         messages.append({"role": "user", "content": f"Python output:\n{observation}"})
     return messages, response, usage, None
+
+
+def _system(
+    skills: Sequence[Skill], tools: Sequence[str], pool_skills: Sequence[Skill] | None
+) -> str | None:
+    chosen = {s.name for s in skills}
+    others = [s for s in pool_skills or () if s.name not in chosen]
+    return system_prompt(skills, tools, others)
+
+
+def _set_system(messages: list[Message], system: str | None) -> None:
+    """Make `system` the first message (insert, replace or remove it)."""
+    has = bool(messages) and messages[0]["role"] == "system"
+    if system is None:
+        if has:
+            del messages[0]
+    elif has:
+        messages[0] = {"role": "system", "content": system}
+    else:
+        messages.insert(0, {"role": "system", "content": system})
 
 
 def _run_python_tool(code: str) -> str:

@@ -53,17 +53,24 @@ def test_gate_selects_and_only_activated_bodies_are_shown(seed_dir: Path, offlin
 
 
 @pytest.mark.parametrize(
-    "bad", ["ACTIVATE: careful-computation", "no idea", "ACTIVATE: x, y", LMRequestError("400")]
+    ("bad", "source"),
+    [
+        ("ACTIVATE: careful-computation", "fallback"),
+        ("no idea", "fallback"),
+        ("ACTIVATE: x, y", "fallback"),
+        (LMRequestError("400"), "gate_error"),  # the call failed: not a parse failure
+    ],
 )
-def test_gate_failure_falls_back_to_top_q(seed_dir: Path, offline, bad) -> None:  # type: ignore[no-untyped-def]
+def test_gate_failure_falls_back_to_top_q(seed_dir: Path, offline, bad, source) -> None:  # type: ignore[no-untyped-def]
     bench, splits = offline
     pool = Pool.load(seed_dir, require_gate=True)
     lm = FakeLM([bad, "FINAL ANSWER: 1"])
     stats = GateStats(q={"working-backwards": 0.9, "close-reading": 0.8}, c_min=0)
     agent = SkillAgent(lm, bench, pool, LLMGate(lm, pool, 2, stats))
     rollout = asyncio.run(agent.run(splits.train[0]))
-    assert rollout.activation == "fallback" and rollout.gate_error
+    assert rollout.activation == source and rollout.gate_error
     assert rollout.skills == ("working-backwards", "close-reading")
+    assert lm.purposes == ["gate", "agent"]
 
 
 def test_enriched_table_shows_scores(seed_dir: Path) -> None:
