@@ -8,6 +8,7 @@ already given (the step), never on prompt wording.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def pool(seed_dir: Path) -> Pool:
     return Pool.load(seed_dir, require_gate=True)
 
 
-def by_step(*replies: str):  # type: ignore[no-untyped-def]
+def by_step(*replies: str) -> Callable[[LMRequest], str]:
     """An agent responder: the n-th reply of a trajectory is `replies[n]`."""
 
     def respond(request: LMRequest) -> str:
