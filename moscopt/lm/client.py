@@ -21,6 +21,7 @@ from moscopt.lm.base import Completion, LMRequest, Message, Usage, check_message
 from moscopt.lm.budget import Budget, LMStats, Reservation
 from moscopt.lm.cache import ResponseCache
 from moscopt.lm.errors import LMError, LMOutputError
+from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.pricing import Pricing
 from moscopt.lm.retry import Fault, RetryPolicy, final_error
 from moscopt.lm.structured import OutputInvalid, check_schema, parse_structured
@@ -70,6 +71,8 @@ class LiteLLMClient:
         self.retry = RetryPolicy(self.llm.max_retries, self.llm.backoff_base, self.llm.backoff_max)
         self.transport = transport or self._make_transport(api_key)
         self._pricing = Pricing()
+        if self._model.partition("/")[0] != LOCAL_PROVIDER:
+            self._pricing.prefetch()  # read in a thread now; a call never waits on the import
         self._rng = rng or random.Random(seed)  # backoff jitter only: never affects answers
         self._lock = threading.Lock()
         self._sync_slots = threading.BoundedSemaphore(self.llm.concurrency)

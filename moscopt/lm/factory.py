@@ -106,10 +106,12 @@ def _sink(events: EventLog | EventSink | None) -> EventSink | None:
         return None
     append = getattr(events, "append", None)
     if append is not None and not isinstance(events, list):
+        from moscopt.ledger import LLMCall
+
         log_append: Callable[..., Any] = append
 
         def to_log(record: dict[str, Any]) -> None:
-            log_append("llm_call", **record)
+            log_append(LLMCall(**record))
 
         return to_log
     if callable(events):

@@ -100,6 +100,15 @@ class SmolLM2Engine:
             return {"error": {"code": 500, "message": f"unexpected result type {type(result)}"}}
         return result
 
+    def _load_locked(self) -> None:
+        with self._lock:
+            self._load()
+
+    def preload(self) -> None:
+        """Load the model on the worker thread now; the first request queues behind it."""
+        if self._server is None:
+            self._worker.submit(self._load_locked)
+
     def submit(self, body: dict[str, Any]) -> Future[dict[str, Any]]:
         return self._worker.submit(self._run, body)
 

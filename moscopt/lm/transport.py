@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from moscopt.lm.base import LMRequest
-from moscopt.lm.litellm_env import litellm
+from moscopt.lm.litellm_env import alitellm, litellm, preload
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.redact import redact
 from moscopt.lm.retry import Fault, fault_for_status, parse_retry_after
@@ -245,6 +245,11 @@ class LiteLLMTransport:
             # An OpenAI-compatible server often needs no key, but the OpenAI SDK under litellm
             # refuses to send without one; a server that does check answers 401.
             self._key = os.environ.get(DIRECT_PROVIDERS[provider]) or "no-key"
+        preload()  # litellm imports in the background, overlapped with the caller's start-up
+        if self.local:
+            from moscopt.lm.local import engine
+
+            engine().preload()
 
     def __repr__(self) -> str:
         return f"LiteLLMTransport({self.model!r})"
@@ -281,7 +286,7 @@ class LiteLLMTransport:
         return self._answer(response)
 
     async def asend(self, request: LMRequest) -> RawAnswer:
-        module = litellm()
+        module = await alitellm()
         call = module.acompletion(**self._kwargs(request))
         try:
             if self.local:

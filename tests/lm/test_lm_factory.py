@@ -34,9 +34,9 @@ def test_build_for_an_endpoint_with_events_and_run_cache(tmp_path: Path) -> None
         lm.complete([{"role": "user", "content": "hi"}], purpose="test")
         lm.complete([{"role": "user", "content": "hi"}], purpose="test")
         assert server.count() == 1
-    calls = log.of_type("llm_call")
-    assert [c["cache_hit"] for c in calls] == [False, True]
-    assert calls[0]["purpose"] == "test" and calls[0]["model"] == "openai/served"
+    calls = log.read(kinds=["llm_call"])
+    assert [c.cache_hit for c in calls] == [False, True]  # type: ignore[union-attr]
+    assert calls[0].purpose == "test" and calls[0].model == "openai/served"  # type: ignore[union-attr]
     assert (tmp_path / "cache").is_dir()
 
 
