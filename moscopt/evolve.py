@@ -2,15 +2,19 @@
 
 1. Parents: the top skill (highest Q among skills with ≥ c_min activations) and, unless
    `evolution.cobreed` is off, the highest-synergy pair. The plan is [mutate top, crossover pair].
-2. Eliminate max(M, len(plan)) of the lowest-Q eligible skills (never a parent); M = 0 turns
-   reproduction off. Each eliminated slot gets one offspring, following the plan cyclically.
+2. Eliminate max(M, len(plan)) of the lowest-Q eligible skills (never a parent; fewer if fewer
+   are eligible); M = 0 turns reproduction off. Each freed place gets one offspring, following
+   the plan (mutation first) and, past its end, again from its start with new sample indices.
 3. Offspring are asked for concurrently; each request is tried twice (sample k, then k + 1). A
-   slot still empty gets a fresh skill from a seed, else its elimination is undone.
+   place still empty gets a fresh skill from a seed, else an elimination is undone (the
+   highest-Q eliminated skill comes back), so the pool keeps its size N.
 4. Diversity: above the similarity threshold, one skill of the most similar pair (never a
    protected skill or a newborn) is rewritten, and fresh seed skills replace the lowest-Q
    eligible skills (skipped, and noted, when none is eligible).
 Selection rules live in `moscopt.policies.evolution_selection`. Names are assigned in plan
 order after the requests return, so the result does not depend on which answer came first.
+Notes (one dict per decision) have the kinds eliminate, eliminate_undone, mutate, crossover,
+diversity, forced_mutation and fresh; `generated_names` and `newborns` read them.
 """
 
 from __future__ import annotations

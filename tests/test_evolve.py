@@ -257,3 +257,18 @@ def test_offspring_are_asked_for_concurrently_and_named_in_plan_order(seed_dir: 
     assert new.names == ["a", "b", "child", "child-2"]
     again, _ = evolve(ByPurpose(same_name), pool, state, settings(), seed_dir)
     assert again.digest() == new.digest()
+
+
+def test_more_eliminations_than_the_plan_repeat_it_with_new_samples(seed_dir: Path) -> None:
+    pool = make_pool({n: distinct(n) for n in "abcde"})
+    q = {"a": 0.9, "b": 0.6, "c": 0.1, "d": 0.2, "e": 0.3}
+    state = RunState(q=q, activations=dict.fromkeys(q, 9), synergy={"a|b": 2})
+    lm = ByPurpose(lambda purpose, sample: child(f"{purpose}-{sample}", distinct(purpose)))
+    new, notes = evolve(lm, pool, state, settings(**{"evolution.eliminate": 3}), seed_dir)
+    assert [n["skill"] for n in notes[:3]] == ["c", "d", "e"]
+    assert lm.calls == [("evolve-mutate", 0), ("evolve-crossover", 0), ("evolve-mutate", 2)]
+    assert len(new) == 5 and newborns(notes) == [
+        "evolve-mutate-0",
+        "evolve-crossover-0",
+        "evolve-mutate-2",
+    ]
