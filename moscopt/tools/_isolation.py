@@ -7,6 +7,8 @@
 - `sandbox_identity`: the uid/gid to drop to (root only): a random unprivileged id per run, so
   that RLIMIT_NPROC counts this run's processes only and concurrent runs cannot signal or read
   each other.
+- `interpreter_paths`, `read_paths`: what the child may read (the interpreter's prefixes and
+  import directories, the system's libraries), for bubblewrap's root and Landlock's rules.
 - `kill_processes_of`: the fallback sweep for processes that left the process group when no PID
   namespace contains them.
 """
@@ -29,6 +31,15 @@ from collections.abc import Mapping
 _ALLOWED_NAMES = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "PYTHONHASHSEED", "TERM"})
 _ALLOWED_PREFIXES = ("LC_",)
 _FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+# Where system-wide import directories and shared libraries live.
+_SYSTEM_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+# Read by the interpreter or the C library of any program: libraries, the linker cache, the
+# time zone.
+_SYSTEM_READ = (
+    *(root for root in _SYSTEM_ROOTS if root != "/opt"),
+    *("/bin", "/sbin", "/etc/ld.so.cache", "/etc/localtime"),
+)
 
 # Random sandbox ids come from a range that distributions do not hand out to real accounts.
 _ID_BASE = 1_900_000_000
@@ -65,6 +76,46 @@ def home_directories() -> list[str]:
     with contextlib.suppress(KeyError):
         homes.add(pwd.getpwuid(os.getuid()).pw_dir)
     return sorted(os.path.realpath(h) for h in homes if h and h != "/")
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+@functools.cache
+def interpreter_paths() -> tuple[str, ...]:
+    """The interpreter's prefixes and the import directories outside them, as absolute paths.
+
+    Import directories count only under system paths (``/usr``, ``/opt``, ...): an editable
+    install's source tree or the project directory on ``sys.path`` is not readable to the code.
+    """
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths = {os.path.abspath(p) for p in prefixes if p and os.path.isdir(p)}
+    paths |= {os.path.realpath(p) for p in paths}
+    for entry in sys.path:
+        real = os.path.realpath(entry) if entry else ""
+        if not real or not os.path.isdir(real) or any(_within(real, p) for p in paths):
+            continue
+        if any(_within(real, root) for root in _SYSTEM_ROOTS):
+            paths.add(real)
+    return tuple(sorted(p for p in paths if p != "/"))
+
+
+def read_paths() -> list[str]:
+    """Everything the sandboxed code may read besides its run directory."""
+    return sorted({*interpreter_paths(), *_SYSTEM_READ})
+
+
+@functools.cache
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: none), asked once."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    create_ruleset, version_flag = 444, 1
+    abi = libc.syscall(create_ruleset, None, ctypes.c_size_t(0), ctypes.c_uint32(version_flag))
+    return max(int(abi), 0)
 
 
 @functools.cache

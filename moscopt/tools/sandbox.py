@@ -1,72 +1,6 @@
 """Run model-written Python in a sandboxed child process: `run_python` returns an `ExecResult`.
 
-Every run gets a new interpreter (``python -I -X utf8``: isolated mode, no PYTHON* variables, no
-user site-packages; the venv's site-packages stay importable), a fresh temporary working
-directory (also its HOME and TMPDIR) that is removed afterwards whatever the code did to it, and
-an environment built from an allow-list (PATH, LANG, LANGUAGE, LC_*, TZ, TERM, PYTHONHASHSEED):
-API keys, tokens, AWS/HF/auth variables and proxies never reach it. The code runs as
-``__main__`` from ``main.py``; stdin comes from a file, so a large ``stdin`` cannot block.
-
-What is prevented, layer by layer, and when each layer applies:
-
-Always (any Linux, root or not):
-  - wall clock: the child leads its own session; on timeout (and after every run) its whole
-    process group is SIGKILLed and reaped before `run_python` returns (no zombies);
-  - rlimits set by the bootstrap before the code runs: CPU seconds (``cpu_seconds``, default
-    ``ceil(timeout) + 1``: SIGXCPU, then SIGKILL a second later), address space
-    (``memory_mb``: a 10 GB allocation raises MemoryError), file size (`FILE_SIZE_LIMIT`), open
-    files (`OPEN_FILES_LIMIT`), no core dumps;
-  - output: read incrementally from pipes; at most ~4 x ``max_output`` bytes per stream are
-    kept, and the child is killed ("output-limit") once a stream passes `output_kill_bytes`,
-    so printing gigabytes costs moscopt nothing. stdout is line-buffered in the child so that
-    output printed before a timeout is kept;
-  - an audit hook (PEP 578) installed before the code runs refuses: os.fork/forkpty/exec*/
-    posix_spawn/spawn*/system and subprocess (also ``_posixsubprocess.fork_exec``, which raises
-    no audit event); socket connect/bind/sendto/sendmsg and name lookups; ctypes beyond
-    ``import ctypes`` (no foreign calls, no raw memory); writes outside the work dir (open for
-    writing, mkdir, remove, rename, link, chmod, chown, utime, truncate, sqlite files; symlinks
-    and ``dir_fd`` resolved; /dev/null and the own std streams allowed); creating symlinks;
-    reading /proc entries of other processes and anything under the launching user's home
-    (except the interpreter's own files); setrlimit; signalling other processes; gc object
-    walks; settrace/setprofile. A refusal raises PermissionError inside the code; if it is not
-    caught the result has ``killed_reason="blocked: <what>"``. Standard-library imports (math,
-    re, collections, itertools, heapq, hashlib, json, ...) and numpy/sympy work.
-Linux with Landlock (5.13+; probed in the child, root or not), kernel-enforced, irrevocable and
-inherited by any descendant:
-  - writes only below the work dir and to /dev/null; no execve of any file; no_new_privs;
-  - Landlock ABI 4+ (Linux 6.7+): no TCP bind or connect;
-  - Landlock ABI 6+ (Linux 6.12+): no signals to, and no abstract unix sockets of, processes
-    outside the sandbox.
-Where ``unshare`` works (root; or non-root with unprivileged user namespaces; probed once):
-  - a new network namespace: no interface but a down loopback, so no network at all (UDP and
-    DNS included);
-  - a new PID namespace: the code cannot see or signal outside processes by PID, and when the
-    run ends the kernel kills every process left in it, even one that called setsid().
-When moscopt runs as root:
-  - the child drops to a random unprivileged uid/gid (one per run, no supplementary groups, no
-    capabilities) right after setting its limits: file permissions protect the rest of the
-    system (the repo, /root, other runs' dirs), RLIMIT_NPROC (``max_processes``) is enforced
-    and counts this run's processes only. If the interpreter lives where that uid cannot read
-    (e.g. a pyenv under /root), imports go through ``/proc/self/fd`` handles to the import
-    directories opened before the drop. Without a PID namespace, processes of that uid are
-    swept after the run.
-
-Not prevented: reading world-readable files (/etc, the repo's source) — nothing secret should be
-world-readable; using CPU and memory up to the limits; filling the disk below the work dir with
-many files each under `FILE_SIZE_LIMIT` (removed afterwards). Without Landlock and without root,
-only the audit hook guards against writes to user-writable places outside the work dir (e.g.
-/tmp, the user's own files), and without namespaces it is also the only guard against network
-access; an audit hook is not a security boundary (PEP 578): code determined to get past it may
-manage. As non-root, RLIMIT_NPROC is not set (it would count every process of the user); the
-audit hook and Landlock's no-exec are what stop a fork bomb there. As root, the system temp dir
-must be traversable by other users (it is, normally: /tmp is 1777).
-
-Thread safety: `run_python` may be called from many threads at once. It uses no ``preexec_fn``
-(documented as unsafe with threads): the new session, closing of inherited descriptors and the
-passed status pipe are set up by `subprocess` in C between fork and exec, and everything else
-(limits, Landlock, privilege drop, audit hook) is done by the bootstrap inside the new
-interpreter (`moscopt.tools._bootstrap`), before the user's code. No state is shared between
-calls except the memoized ``unshare`` probe.
+(The table of what holds on which machine is filled in from the attack suite's results.)
 """
 
 from __future__ import annotations
@@ -74,25 +8,58 @@ from __future__ import annotations
 import marshal
 import math
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from moscopt.tools import _isolation
-from moscopt.tools._capture import StreamBuffer, kill_group, watch
+from moscopt.tools import _bwrap, _isolation
+from moscopt.tools._capture import StreamBuffer, Watched, kill_group, watch
 from moscopt.tools._workdir import RunDirs, run_dirs
 
 FILE_SIZE_LIMIT = 64 * 1024 * 1024
 OPEN_FILES_LIMIT = 256
 _BOOTSTRAP = Path(__file__).with_name("_bootstrap.py")
-# Whether the child applies Landlock when the kernel has it; tests switch it off to exercise the
-# weaker layers on their own.
-_USE_LANDLOCK = True
 _SIGNAL_REASONS: dict[int, str] = {signal.SIGXCPU: "cpu-time", signal.SIGXFSZ: "file-size"}
+_CHILD_REFUSED = "unsandboxed: refused"  # the bootstrap's reason (see _bootstrap.py)
+UNSANDBOXED_REFUSED = (
+    "unsandboxed: refused to run: nothing on this machine keeps the code from reading your files "
+    "(install bubblewrap, or use Linux 5.13+ with Landlock; or set agent.allow_unsandboxed)"
+)
+
+
+@dataclass(frozen=True)
+class Layers:
+    """Which isolation layers to use where the machine has them. Only tests turn some off, to
+    check that each remaining layer holds on its own (and to emulate weaker machines)."""
+
+    bwrap: bool = True
+    namespaces: bool = True  # ``unshare``, when bwrap is not used
+    landlock: bool = True
+    seccomp: bool = True
+    uid_drop: bool = True
+    hook: bool = True
+
+
+_LAYERS = Layers()
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """Tests to grade the program against (see `moscopt.tools._testrunner`).
+
+    ``prefix`` is the prompt's code (its helpers are the tests' own copies; its functions with
+    an empty body are the ones to implement), ``tests`` the test code, ``entry_points`` names
+    the tests call that may shadow builtins (e.g. a task's function called ``sum``).
+    """
+
+    tests: str
+    prefix: str = ""
+    entry_points: Sequence[str] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -103,7 +70,11 @@ class ExecResult:
     ``exit_code`` is None when the process was killed by a signal (timeout, CPU limit, output
     limit). ``killed_reason`` explains a failure the sandbox caused or detected: "timeout",
     "memory", "output-limit", "process-limit", "cpu-time", "file-size", "signal: SIGSEGV",
-    "blocked: <what>"; None when the code ran to its own end.
+    "blocked: <what>", `UNSANDBOXED_REFUSED` (the code did not run); None when the code ran to
+    its own end. ``isolation`` says what kept the code from the machine's files: "bwrap",
+    "landlock", or "unsandboxed" (only with ``allow_unsandboxed``: log it); "" if the sandbox
+    did not start. ``tests_passed`` (runs with a `TestSpec` only) is True only when the judge
+    proved that every test passed; None without tests.
     """
 
     stdout: str
@@ -112,6 +83,8 @@ class ExecResult:
     timed_out: bool
     killed_reason: str | None
     duration: float
+    isolation: str = ""
+    tests_passed: bool | None = None
 
     @property
     def ok(self) -> bool:
@@ -121,6 +94,19 @@ class ExecResult:
 def output_kill_bytes(max_output: int) -> int:
     """Bytes on one stream after which the child is killed for flooding its output."""
     return max(1 << 20, 16 * max_output)
+
+
+def isolation_available() -> str:
+    """What would isolate reads here: "bwrap", "landlock" or "unsandboxed" (probed once).
+
+    For a run's events and report: "unsandboxed" means model-written code runs only with
+    ``allow_unsandboxed`` (config key ``agent.allow_unsandboxed``).
+    """
+    if _LAYERS.bwrap and _bwrap.available():
+        return "bwrap"
+    if _LAYERS.landlock and _isolation.landlock_abi() >= 1:
+        return "landlock"
+    return "unsandboxed"
 
 
 def run_python(
@@ -133,62 +119,48 @@ def run_python(
     max_output: int = 20_000,
     max_processes: int = 32,
     files: Mapping[str, str] | None = None,
+    tests: TestSpec | None = None,
+    allow_unsandboxed: bool = False,
 ) -> ExecResult:
     """Run ``code`` as ``__main__`` in a sandboxed interpreter and report what happened.
 
-    ``files`` maps relative paths to text written into the fresh work dir first. Never raises
-    for anything the code does; raises ValueError for bad arguments (a non-positive limit, a file
-    name that is absolute or contains ``..``) and OSError only if the interpreter cannot start.
+    ``files`` maps relative paths to text written into the fresh work dir first. With ``tests``
+    the code is the solution, and ``tests_passed`` says whether it passed them. Where nothing
+    isolates reads (see `isolation_available`), the code does not run unless
+    ``allow_unsandboxed``. Never raises for anything the code does; raises ValueError for bad
+    arguments (a non-positive limit, a file name that is absolute or contains ``..``) and
+    OSError only if the interpreter cannot start.
     """
     if timeout <= 0 or memory_mb <= 0 or max_output < 0 or max_processes < 1:
         raise ValueError("timeout, memory_mb and max_processes must be positive")
     cpu = math.ceil(cpu_seconds if cpu_seconds is not None else timeout + 1)
     if cpu <= 0:
         raise ValueError("cpu_seconds must be positive")
-    identity = _isolation.sandbox_identity()
-    prefix = _isolation.namespace_prefix()
+    layers = _LAYERS
+    identity = _isolation.sandbox_identity() if layers.uid_drop else None
+    use_bwrap = layers.bwrap and _bwrap.available()
+    unshare = () if use_bwrap or not layers.namespaces else _isolation.namespace_prefix()
+    token = secrets.token_hex(16) if tests is not None else ""
     started = time.monotonic()
     with run_dirs(code, stdin, files, identity) as dirs:
-        status_read, status_write = os.pipe2(os.O_CLOEXEC)
-        config = _child_config(dirs, status_write, identity, cpu, memory_mb, max_processes)
-        argv = [*prefix, sys.executable, "-I", "-X", "utf8", str(_BOOTSTRAP)]
-        try:
-            with open(dirs.stdin, "rb") as stdin_file:
-                proc = subprocess.Popen(
-                    [*argv, _encode_config(config)],
-                    stdin=stdin_file,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=dirs.work,
-                    env=_isolation.scrubbed_environment(os.environ, str(dirs.work)),
-                    start_new_session=True,
-                    pass_fds=(status_write,),
-                )
-        except BaseException:
-            os.close(status_read)
-            raise
-        finally:
-            os.close(status_write)
-        try:
-            watched = watch(
-                proc,
-                status_read,
-                timeout=timeout,
-                keep_bytes=4 * max_output + 4,
-                kill_after_bytes=output_kill_bytes(max_output),
-                pid_namespace=bool(prefix),
-            )
-        except BaseException:  # e.g. KeyboardInterrupt: the child must not outlive the call
-            kill_group(proc.pid)
-            proc.wait()
-            raise
-        finally:
-            if identity is not None and not prefix:
-                _isolation.kill_processes_of(identity[0])
+        prefix = _bwrap.command(dirs.base, dirs.work) if use_bwrap else list(unshare)
+        # A user namespace of its own (bwrap or unshare as non-root) counts only its processes.
+        own_count = identity is not None or (bool(prefix) and not _isolation.is_root())
+        config = {
+            **_child_config(dirs, identity, cpu, memory_mb, max_processes if own_count else None),
+            "bwrap": use_bwrap,
+            "net_namespace": bool(prefix),
+            "layers": {"landlock": layers.landlock, "seccomp": layers.seccomp, "hook": layers.hook},
+            "allow_unsandboxed": allow_unsandboxed,
+        }
+        watched = _launch(prefix, dirs, config, tests, token, timeout, max_output)
+        if identity is not None and not prefix:
+            _isolation.kill_processes_of(identity[0])
     duration = time.monotonic() - started
     exit_code, reason = _interpret(
         watched.returncode, watched.status, watched.timed_out, watched.output_limit_hit
     )
+    protections = next((v for k, v in watched.status if k == "protections"), None)
     return ExecResult(
         stdout=_text(watched.stdout, max_output),
         stderr=_text(watched.stderr, max_output),
@@ -196,38 +168,106 @@ def run_python(
         timed_out=watched.timed_out,
         killed_reason=reason,
         duration=duration,
+        isolation=_isolation_name(protections),
+        tests_passed=None if tests is None else ("verdict", token) in watched.status,
     )
+
+
+def _launch(
+    prefix: list[str],
+    dirs: RunDirs,
+    config: dict[str, object],
+    tests: TestSpec | None,
+    token: str,
+    timeout: float,
+    max_output: int,
+) -> Watched:
+    status_read, status_write = os.pipe2(os.O_CLOEXEC)
+    secret_fd = _secret_file(tests, token) if tests is not None else None
+    passed = (status_write,) if secret_fd is None else (status_write, secret_fd)
+    config = {**config, "status_fd": status_write, "tests_fd": secret_fd}
+    argv = [*prefix, sys.executable, "-I", "-X", "utf8", str(_BOOTSTRAP)]
+    try:
+        with open(dirs.stdin, "rb") as stdin_file:
+            proc = subprocess.Popen(
+                [*argv, marshal.dumps(config).hex()],
+                stdin=stdin_file,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=dirs.work,
+                env=_isolation.scrubbed_environment(os.environ, str(dirs.work)),
+                start_new_session=True,
+                pass_fds=passed,
+            )
+    except BaseException:
+        os.close(status_read)
+        raise
+    finally:
+        for fd in passed:
+            os.close(fd)
+    try:
+        return watch(
+            proc,
+            status_read,
+            timeout=timeout,
+            keep_bytes=4 * max_output + 4,
+            kill_after_bytes=output_kill_bytes(max_output),
+            pid_namespace=bool(prefix),
+        )
+    except BaseException:  # e.g. KeyboardInterrupt: the child must not outlive the call
+        kill_group(proc.pid)
+        proc.wait()
+        raise
+
+
+def _secret_file(tests: TestSpec, token: str) -> int:
+    """A memory file with what only the judge may know: the tests and the run's token."""
+    secret = {
+        "token": token,
+        "tests": tests.tests,
+        "prefix": tests.prefix,
+        "entry_points": list(tests.entry_points),
+    }
+    fd = os.memfd_create("moscopt-tests", os.MFD_CLOEXEC)
+    data = memoryview(marshal.dumps(secret))
+    while data:
+        data = data[os.write(fd, data) :]
+    return fd
 
 
 def _child_config(
     dirs: RunDirs,
-    status_fd: int,
     identity: tuple[int, int] | None,
     cpu_seconds: int,
     memory_mb: int,
-    max_processes: int,
+    max_processes: int | None,
 ) -> dict[str, object]:
     """The bootstrap's settings (see `moscopt.tools._bootstrap.main`)."""
     return {
         "code_path": str(dirs.code),
+        "stdin_path": str(dirs.stdin),
         "workdir": str(dirs.work),
-        "status_fd": status_fd,
         "uid": identity[0] if identity else None,
         "gid": identity[1] if identity else None,
         "cpu_seconds": cpu_seconds,
         "memory_bytes": memory_mb * 1024 * 1024,
         "file_bytes": FILE_SIZE_LIMIT,
         "open_files": OPEN_FILES_LIMIT,
-        # Without a uid of its own, RLIMIT_NPROC would count every process of the user.
-        "max_processes": max_processes if identity else None,
-        "landlock": _USE_LANDLOCK,
+        "max_processes": max_processes,
+        "read_paths": _isolation.read_paths(),
         "deny_read_dirs": _isolation.home_directories(),
     }
 
 
-def _encode_config(config: Mapping[str, object]) -> str:
-    """The bootstrap's argument: a marshal-ed dict, hex-encoded (cheap to decode in the child)."""
-    return marshal.dumps(dict(config)).hex()
+def _isolation_name(protections: str | None) -> str:
+    if protections is None:
+        return ""
+    names = protections.split(",")
+    if "bwrap" in names:
+        return "bwrap"
+    if any(name.endswith(":fs-read") for name in names):
+        return "landlock"
+    return "unsandboxed"
 
 
 def _interpret(
@@ -247,9 +287,11 @@ def _interpret(
             signum = int(value)
     if signum is not None:
         return None, _SIGNAL_REASONS.get(signum) or f"signal: {_signal_name(signum)}"
-    if not any(key == "protections" for key, _ in status):
-        return returncode, "sandbox failed to start"
     reasons = [value for key, value in status if key == "reason"]
+    if not any(key == "protections" for key, _ in status):
+        if reasons and reasons[0] == _CHILD_REFUSED:
+            return None, UNSANDBOXED_REFUSED
+        return returncode, "sandbox failed to start"
     return returncode, reasons[0] if reasons else None
 
 

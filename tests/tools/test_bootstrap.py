@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from moscopt.tools import _bootstrap
-from moscopt.tools._bootstrap import SandboxViolation, make_audit_hook
+from moscopt.tools import _bootstrap, _isolation, _kernel
 from moscopt.tools._capture import _parse_status
+from moscopt.tools._hook import SandboxViolation, make_audit_hook
 
 
 @pytest.fixture
@@ -89,6 +89,10 @@ def test_hook_allows(hook_in: tuple[Path, Path], event: str, args: tuple[object,
         ("os.kill", (12345, 9)),
         ("resource.setrlimit", (0, (1, 1))),
         ("import", ("_posixsubprocess", None, [], None, None)),
+        ("sqlite3.connect", ("file:/etc/passwd?mode=ro",)),
+        ("sqlite3.enable_load_extension", (None, True)),
+        ("sqlite3.load_extension", (None, "/tmp/x.so")),
+        ("sys.addaudithook", ()),
     ],
 )
 def test_hook_refuses(hook_in: tuple[Path, Path], event: str, args: tuple[object, ...]) -> None:
@@ -127,21 +131,24 @@ def test_status_lines_round_trip(value: str) -> None:
     assert _parse_status(raw) == [("reason", value)]
 
 
-def _landlock_script(work: Path, target: Path) -> str:
+def _landlock_script(work: Path, secret: Path, target: Path) -> str:
     return textwrap.dedent(
         f"""
         import importlib.util, os, socket, sys
-        spec = importlib.util.spec_from_file_location("boot", {str(Path(_bootstrap.__file__))!r})
-        boot = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(boot)
-        applied = boot._apply_landlock({str(work)!r})
+        spec = importlib.util.spec_from_file_location("k", {str(Path(_kernel.__file__))!r})
+        kernel = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(kernel)
+        applied = kernel.apply_landlock({str(work)!r}, {_isolation.read_paths()!r}, [])
         if not applied:
             print("unavailable")
             sys.exit(0)
         open({str(work / "ok.txt")!r}, "w").write("fine")
+        import json  # the standard library stays importable
         outcomes = []
         for attempt in (
             lambda: open({str(target)!r}, "w"),
+            lambda: open({str(secret)!r}).read(),
+            lambda: os.listdir({str(secret.parent)!r}),
             lambda: os.execv("/bin/true", ["true"]),
             lambda: socket.create_connection(("127.0.0.1", 9), timeout=1),
         ):
@@ -158,11 +165,16 @@ def _landlock_script(work: Path, target: Path) -> str:
     )
 
 
-def test_landlock_confines_writes_exec_and_tcp_without_the_audit_hook(tmp_path: Path) -> None:
+def test_landlock_confines_reads_writes_exec_and_tcp_without_the_audit_hook(
+    tmp_path: Path,
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
+    secret = tmp_path / "home" / ".ssh" / "id_rsa"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("PRIVATE KEY")
     target = Path("/tmp") / f"moscopt-landlock-{uuid.uuid4().hex}"
-    script = _landlock_script(work, target)
+    script = _landlock_script(work, secret, target)
     try:
         result = subprocess.run(
             [sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=30
@@ -177,8 +189,20 @@ def test_landlock_confines_writes_exec_and_tcp_without_the_audit_hook(tmp_path: 
     assert (work / "ok.txt").read_text() == "fine"
     assert not target.exists()
     assert "landlock:no-exec" in applied
-    write_outcome, exec_outcome, tcp_outcome = outcomes.split()
-    assert write_outcome == "denied"
-    assert exec_outcome == "denied"
+    assert any(name.endswith(":fs-read") for name in applied.split())
+    write, read, listing, execute, tcp = outcomes.split()
+    assert (write, read, listing, execute) == ("denied", "denied", "denied", "denied")
     if "landlock:no-tcp" in applied:
-        assert tcp_outcome == "denied"
+        assert tcp == "denied"
+
+
+def test_seccomp_program_is_well_formed() -> None:
+    program = _kernel.seccomp_program("x86_64", 1234, net_namespace=True)
+    assert program is not None
+    assert all(0 <= jt <= 255 and 0 <= jf <= 255 for _, jt, jf, _ in program)
+    # every jump lands inside the program, and it ends with a return
+    ret = 0x06
+    jumps = [(i, jt, jf) for i, (code, jt, jf, _) in enumerate(program) if code != ret]
+    assert all(i + 1 + max(jt, jf) < len(program) for i, jt, jf in jumps)
+    assert program[-1][0] == ret
+    assert _kernel.seccomp_program("sparc", 1) is None
