@@ -121,11 +121,40 @@ class SamplingConfig(_Section):
     max_tokens: int = Field(1024, ge=1)
 
 
+class DeploymentConfig(_Section):
+    """One endpoint serving `Config.model` behind litellm's Router (see `LLMConfig.deployments`)."""
+
+    model: str = Field(description="litellm model string of this endpoint, e.g. hosted_vllm/qwen3")
+    api_base: str | None = None
+    # The name of the environment variable holding this endpoint's key: never the key itself.
+    api_key_env: str | None = None
+    rpm: int | None = Field(None, ge=1, description="requests per minute this endpoint allows")
+    tpm: int | None = Field(None, ge=1, description="tokens per minute this endpoint allows")
+    weight: int | None = Field(None, ge=1, description="share of traffic (simple-shuffle)")
+    fallback: bool = Field(False, description="used only when every other deployment fails")
+    name: str | None = Field(None, description="label in events (default: model@host)")
+
+
+class RoutingConfig(_Section):
+    strategy: Literal[
+        "simple-shuffle",
+        "least-busy",
+        "usage-based-routing",
+        "latency-based-routing",
+        "cost-based-routing",
+    ] = "simple-shuffle"
+    retries: int = Field(2, ge=0, description="router retries on another deployment")
+    allowed_fails: int = Field(3, ge=0, description="failures before a cooldown")
+    cooldown: float = Field(30.0, ge=0.0, description="seconds a failing deployment rests")
+
+
 class LLMConfig(_Section):
     concurrency: int = Field(16, ge=1)
     timeout: float = Field(120.0, gt=0.0, description="seconds per request")
     max_retries: int = Field(6, ge=0)
     cache: bool = True
+    # None: <project>/.moscopt/cache (else the user-level cache); relative: to the project.
+    cache_dir: str | None = None
     max_calls: int | None = Field(None, ge=1)
     max_cost: float | None = Field(None, gt=0.0)
     backoff_base: float = Field(0.5, ge=0.0, description="seconds before the first retry")
@@ -133,6 +162,16 @@ class LLMConfig(_Section):
     # `auto`: OpenAI-compatible endpoints (openai/ and hosted_vllm/ at an api_base) are called
     # directly over HTTP, everything else through litellm; `litellm`: always through litellm.
     transport: Literal["auto", "litellm"] = "auto"
+    # Several endpoints of `model` (or several providers of it) behind litellm's Router; empty:
+    # the one endpoint that `model` and `api_base` name.
+    deployments: list[DeploymentConfig] = Field(default_factory=list)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
+
+    @model_validator(mode="after")
+    def _check_deployments(self) -> LLMConfig:
+        if self.deployments and all(d.fallback for d in self.deployments):
+            raise ValueError("llm.deployments: at least one deployment must not be a fallback")
+        return self
 
 
 class AgentConfig(_Section):

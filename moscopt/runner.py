@@ -101,16 +101,19 @@ def build_lms(
     routing report their calls in their own output instead.
     """
     from moscopt.lm import Budget, build_lm
+    from moscopt.lm.cache import RECORD_FILE, shared_cache_dir
 
     budget = Budget(config.llm.max_calls, config.llm.max_cost, calls=used_calls, cost=used_cost)
-    cache_dir = run.cache_dir if run is not None else None
+    # The response cache is the project's, shared by its runs; the run records what it used.
+    cache_dir = shared_cache_dir(config.llm, run_path=run.path if run is not None else None)
+    record = run.cache_dir / RECORD_FILE if run is not None else None
     events = run.events if (run is not None and log_events) else None
-    agent = build_lm(config, role="agent", cache_dir=cache_dir, events=events, budget=budget)
+    agent = build_lm(
+        config, role="agent", cache_dir=cache_dir, record=record, events=events, budget=budget
+    )
     if config.effective_optimizer_model == config.model:
         return agent, agent
-    optimizer = build_lm(
-        config, role="optimizer", cache_dir=cache_dir, events=events, budget=budget
-    )
+    optimizer = build_lm(config, role="optimizer", cache=agent.cache, events=events, budget=budget)
     return agent, optimizer
 
 

@@ -1,15 +1,15 @@
 """The LLM layer: the only code in moscopt that talks to models (through litellm).
 
 Everything else receives an `LM` (see `moscopt.lm.base.LM` for the contract) and never imports
-litellm. Importing this package is cheap: litellm, httpx, diskcache and xllamacpp are imported
-on first use.
+litellm. Importing this package is cheap: litellm, aiohttp and xllamacpp are imported on first
+use (in background threads, never on a running event loop).
 """
 
 from __future__ import annotations
 
 from moscopt.lm.base import LM, Completion, LMRequest, Message, Usage
 from moscopt.lm.budget import Budget, LMStats
-from moscopt.lm.cache import ResponseCache, default_cache_dir
+from moscopt.lm.cache import ResponseCache, default_cache_dir, shared_cache_dir
 from moscopt.lm.client import EventSink, LiteLLMClient
 from moscopt.lm.errors import (
     BudgetExceeded,
@@ -51,4 +51,5 @@ __all__ = [
     "build_lm",
     "check_model",
     "default_cache_dir",
+    "shared_cache_dir",
 ]

@@ -9,13 +9,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from moscopt.fsio import canonical_json
 
 # Bump when the meaning of a cached entry changes: old entries then simply stop matching.
-CACHE_FORMAT = 1
+# 2: the endpoint's address is no longer part of the key (a restarted server keeps its hits).
+CACHE_FORMAT = 2
 
 Role = Literal["system", "user", "assistant"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant"})
@@ -30,6 +32,7 @@ class Message(TypedDict):
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens the provider read from its prompt cache
 
     @property
     def total_tokens(self) -> int:
@@ -40,6 +43,9 @@ class Usage:
 class LMRequest:
     """Everything that determines an answer; its canonical JSON hash is the cache key.
 
+    `model` is the model's identity (the litellm model string, or the name of a router's model
+    group), not where it is served: the endpoint's address is not part of a request, so the
+    same model behind a restarted server, another port or another replica shares its answers.
     `seed` is the base seed; the provider is sent `seed + sample` so that distinct samples of
     one prompt differ where the provider honours seeds. Secrets are never part of a request.
     """
@@ -52,18 +58,16 @@ class LMRequest:
     seed: int | None = None
     schema: Mapping[str, Any] | None = None
     sample: int = 0
-    api_base: str | None = None
 
     @property
     def provider_seed(self) -> int | None:
         return None if self.seed is None else self.seed + self.sample
 
     def key_fields(self) -> dict[str, Any]:
-        """The fields hashed into the cache key (all of them; credentials stripped from URLs)."""
+        """The fields hashed into the cache key: all of them."""
         return {
             "v": CACHE_FORMAT,
             "model": self.model,
-            "api_base": public_url(self.api_base),
             "messages": [dict(m) for m in self.messages],
             "temperature": self.temperature,
             "top_p": self.top_p,
@@ -74,12 +78,18 @@ class LMRequest:
         }
 
     def key(self) -> str:
-        return hashlib.sha256(canonical_json(self.key_fields()).encode("utf-8")).hexdigest()
+        return self._key
+
+    @cached_property
+    def _key(self) -> str:  # computed once: a call looks it up and then stores under it
+        text = canonical_json(self.key_fields())
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
 class Completion:
-    """One answer. `cost` is in USD (0 for cache hits and unpriced models)."""
+    """One answer. `cost` is in USD (0 for cache hits and unpriced models); `deployment` names
+    the endpoint that answered when a router chose among several."""
 
     text: str
     model: str
@@ -91,6 +101,7 @@ class Completion:
     retries: int = 0
     finish_reason: str | None = None
     data: Any = None  # the parsed JSON of a structured call; None otherwise
+    deployment: str | None = None
 
 
 @runtime_checkable

@@ -28,6 +28,7 @@ class LMStats:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens the provider read from its prompt cache
     cost: float = 0.0
     latency: float = 0.0  # summed seconds of calls made (not of cache hits)
 

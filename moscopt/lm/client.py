@@ -1,9 +1,10 @@
 """`LiteLLMClient`: the `LM` that moscopt uses for every real model.
 
-One call = validate the request, look it up in the cache, reserve budget, take a concurrency
-slot, attempt it through the transport with bounded retries, then account, cache, report and
-(for structured calls) parse. The contract (what raises, what is retried, what is cached) is
-on `moscopt.lm.base.LM`.
+One async core (`acomplete`): validate the request, look it up in the cache, reserve budget,
+take a concurrency slot, attempt it through the transport with bounded retries, then account,
+cache, report and (for structured calls) parse. `complete` is that core run on a private loop
+thread (`moscopt.lm.sync`). The contract (what raises, what is retried, what is cached) is on
+`moscopt.lm.base.LM`.
 """
 
 from __future__ import annotations
@@ -25,13 +26,9 @@ from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.pricing import Pricing
 from moscopt.lm.retry import Fault, RetryPolicy, final_error
 from moscopt.lm.structured import OutputInvalid, check_schema, parse_structured
-from moscopt.lm.transport import (
-    LiteLLMTransport,
-    OpenAICompatTransport,
-    RawAnswer,
-    Transport,
-    uses_direct_transport,
-)
+from moscopt.lm.sync import LoopThread
+from moscopt.lm.transport import Transport
+from moscopt.lm.wire import RawAnswer
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -40,8 +37,9 @@ class LiteLLMClient:
     """An `LM` for any litellm model string (see `moscopt.lm.base.LM` for the contract).
 
     `stats` holds this client's totals; `budget` may be shared with other clients of the run.
-    `events`, if given, receives one dict per call (model, purpose, sample, tokens, cost,
-    latency, cache_hit, retries, ok, error): never messages, keys or headers.
+    `events`, if given, receives one dict per call (model, purpose, sample, tokens, cached
+    tokens, cost, latency, cache_hit, retries, ok, error, deployment): never messages, keys or
+    headers. `transport` defaults to the one `moscopt.lm.factory.make_transport` picks.
     """
 
     def __init__(
@@ -69,29 +67,20 @@ class LiteLLMClient:
         self.events = events
         self.stats = LMStats()
         self.retry = RetryPolicy(self.llm.max_retries, self.llm.backoff_base, self.llm.backoff_max)
-        self.transport = transport or self._make_transport(api_key)
+        if transport is None:
+            from moscopt.lm.factory import make_transport
+
+            transport = make_transport(model, api_base, self.llm, api_key=api_key)
+        self.transport = transport
         self._pricing = Pricing()
         if self._model.partition("/")[0] != LOCAL_PROVIDER:
             self._pricing.prefetch()  # read in a thread now; a call never waits on the import
         self._rng = rng or random.Random(seed)  # backoff jitter only: never affects answers
         self._lock = threading.Lock()
-        self._sync_slots = threading.BoundedSemaphore(self.llm.concurrency)
-        self._async_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
-        self._async_slots = weakref.WeakKeyDictionary()
-
-    def _make_transport(self, api_key: str | None) -> Transport:
-        if self.llm.transport == "auto" and uses_direct_transport(self._model, self.api_base):
-            assert self.api_base is not None
-            return OpenAICompatTransport(
-                self._model,
-                self.api_base,
-                timeout=self.llm.timeout,
-                max_connections=self.llm.concurrency,
-                api_key=api_key,
-            )
-        return LiteLLMTransport(
-            self._model, api_base=self.api_base, timeout=self.llm.timeout, api_key=api_key
-        )
+        self._sync = LoopThread()
+        self._slots_by_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Semaphore
+        ] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return f"LiteLLMClient({self._model!r}, api_base={self.api_base!r})"
@@ -126,7 +115,6 @@ class LiteLLMClient:
             seed=self.seed,
             schema=schema,
             sample=sample,
-            api_base=self.api_base,
         )
 
     def complete(
@@ -140,36 +128,18 @@ class LiteLLMClient:
         top_p: float | None = None,
         max_tokens: int | None = None,
     ) -> Completion:
-        request = self.request(
-            messages,
-            schema=schema,
-            sample=sample,
-            temperature=temperature,
-            top_p=top_p,
-            max_tokens=max_tokens,
+        """`acomplete`, run to its end on this client's loop thread."""
+        return self._sync.run(
+            self.acomplete(
+                messages,
+                schema=schema,
+                sample=sample,
+                purpose=purpose,
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=max_tokens,
+            )
         )
-        hit = self._cached(request, purpose)
-        if hit is not None:
-            return self._structured(hit, request)
-        reservation = self._reserve(request)
-        started = time.perf_counter()
-        retries = 0
-        try:
-            with self._sync_slots:
-                while True:
-                    try:
-                        raw = self.transport.send(request)
-                        break
-                    except Fault as fault:
-                        if fault.kind != "transient" or retries >= self.retry.max_retries:
-                            raise self._failed(request, fault, retries, started, purpose) from None
-                        retries += 1
-                        time.sleep(self.retry.delay(retries, fault, self._rng))
-        except BaseException:
-            reservation.settle(0.0)
-            raise
-        completion = self._succeeded(request, raw, retries, started, reservation, purpose)
-        return self._structured(completion, request)
 
     async def acomplete(
         self,
@@ -207,14 +177,19 @@ class LiteLLMClient:
                             raise self._failed(request, fault, retries, started, purpose) from None
                         retries += 1
                         await asyncio.sleep(self.retry.delay(retries, fault, self._rng))
-        except BaseException:  # including cancellation: the reservation must not leak
+        except BaseException:  # including cancellation and bugs: the reservation must not leak
             reservation.settle(0.0)
             raise
         completion = self._succeeded(request, raw, retries, started, reservation, purpose)
         return self._structured(completion, request)
 
+    async def aclose(self) -> None:
+        """Release what this client holds for the running loop (its HTTP session)."""
+        await self.transport.aclose()
+
     def close(self) -> None:
-        """Release connections and the cache handle (the client stays usable: they reopen)."""
+        """Release connections, the loop thread and the cache handle (all reopen on use)."""
+        self._sync.close(self.transport.aclose)
         self.transport.close()
         if self.cache is not None:
             self.cache.close()
@@ -223,10 +198,10 @@ class LiteLLMClient:
 
     def _slots(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
-        slots = self._async_slots.get(loop)
+        slots = self._slots_by_loop.get(loop)
         if slots is None:
             slots = asyncio.Semaphore(self.llm.concurrency)
-            self._async_slots[loop] = slots
+            self._slots_by_loop[loop] = slots
         return slots
 
     def _cached(self, request: LMRequest, purpose: str) -> Completion | None:
@@ -268,18 +243,21 @@ class LiteLLMClient:
         latency = time.perf_counter() - started
         cost = raw.cost
         if cost is None:
-            cost = self._pricing.cost(self._model, raw.prompt_tokens, raw.completion_tokens)
+            cost = self._pricing.cost(
+                self._model, raw.prompt_tokens, raw.completion_tokens, raw.cached_tokens
+            )
         reservation.settle(cost)
         completion = Completion(
             text=raw.text,
             model=self._model,
-            usage=Usage(raw.prompt_tokens, raw.completion_tokens),
+            usage=Usage(raw.prompt_tokens, raw.completion_tokens, raw.cached_tokens),
             cost=cost,
             cache_hit=False,
             sample=request.sample,
             latency=latency,
             retries=retries,
             finish_reason=raw.finish_reason,
+            deployment=raw.deployment,
         )
         with self._lock:
             s = self.stats
@@ -287,6 +265,7 @@ class LiteLLMClient:
             s.retries += retries
             s.prompt_tokens += raw.prompt_tokens
             s.completion_tokens += raw.completion_tokens
+            s.cached_tokens += raw.cached_tokens
             s.cost += cost
             s.latency += latency
         if self.cache is not None:
@@ -330,6 +309,7 @@ class LiteLLMClient:
             retries=completion.retries,
             finish_reason=completion.finish_reason,
             data=data,
+            deployment=completion.deployment,
         )
 
     def _report(self, completion: Completion, purpose: str, *, ok: bool, **extra: Any) -> None:
@@ -341,11 +321,14 @@ class LiteLLMClient:
             "sample": completion.sample,
             "prompt_tokens": completion.usage.prompt_tokens,
             "completion_tokens": completion.usage.completion_tokens,
+            "cached_tokens": completion.usage.cached_tokens,
             "cost": completion.cost,
             "latency": round(completion.latency, 6),
             "cache_hit": completion.cache_hit,
             "retries": completion.retries,
             "ok": ok,
         }
+        if completion.deployment is not None:
+            record["deployment"] = completion.deployment
         record.update(extra)
         self.events(record)

@@ -1,19 +1,20 @@
-"""`build_lm`: the one place that turns a `Config` into an `LM`."""
+"""`build_lm`: the one place that turns a `Config` into an `LM`, and picks its transport."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
-from moscopt.config import Config
+from moscopt.config import Config, LLMConfig
 from moscopt.lm.budget import Budget
-from moscopt.lm.cache import ResponseCache, default_cache_dir
+from moscopt.lm.cache import ResponseCache, shared_cache_dir
 from moscopt.lm.client import EventSink, LiteLLMClient
 from moscopt.lm.errors import LMSetupError
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.local import check_installed
-from moscopt.lm.transport import DIRECT_PROVIDERS
+from moscopt.lm.transport import DIRECT_PROVIDERS, Transport, uses_direct_transport
 
 if TYPE_CHECKING:
     from moscopt.rundir import EventLog
@@ -21,42 +22,88 @@ if TYPE_CHECKING:
 Role = Literal["agent", "optimizer"]
 
 
+def make_transport(
+    model: str, api_base: str | None, llm: LLMConfig, *, api_key: str | None = None
+) -> Transport:
+    """The transport for one endpoint: the embedded model in process, an OpenAI-compatible
+    `api_base` over plain HTTP (unless `llm.transport` is `litellm`), else litellm."""
+    if model.partition("/")[0] == LOCAL_PROVIDER:
+        from moscopt.lm.local import LocalTransport
+
+        return LocalTransport()
+    if llm.transport == "auto" and uses_direct_transport(model, api_base):
+        from moscopt.lm.transport import HTTPTransport
+
+        assert api_base is not None
+        return HTTPTransport(
+            model,
+            api_base,
+            timeout=llm.timeout,
+            max_connections=llm.concurrency,
+            api_key=api_key,
+        )
+    from moscopt.lm.litellm_transport import LiteLLMTransport
+
+    return LiteLLMTransport(model, api_base=api_base, timeout=llm.timeout, api_key=api_key)
+
+
 def build_lm(
     config: Config,
     *,
     role: Role = "agent",
     cache_dir: Path | None = None,
+    record: Path | None = None,
+    cache: ResponseCache | None = None,
     events: EventLog | EventSink | None = None,
     budget: Budget | None = None,
     api_key: str | None = None,
 ) -> LiteLLMClient:
     """The LM for `role`: the agent's `config.model` or the optimizer's model.
 
-    `cache_dir`: the run's `cache/`; None means the user-level cache (`default_cache_dir()`);
-    `config.llm.cache = False` turns caching off. `events`: an `EventLog` (each call becomes an
-    `llm_call` event) or any callable taking the event dict. `budget`: share one `Budget`
-    between the agent and optimizer LMs of a run (default: a new one from `config.llm`).
-    `api_key` overrides the provider's environment variable; it is never stored or logged.
+    `cache_dir`: where the response cache lives (default: `shared_cache_dir(config.llm)`, the
+    project's `.moscopt/cache`); `record`: the file listing the cache entries a run used
+    (normally `<run>/cache/used-keys.txt`); `cache`: an open cache to use instead (the one of
+    the run's other LM); `config.llm.cache = False` turns caching off.
+    `events`: an `EventLog` (each call becomes an `llm_call` event) or any callable taking the
+    event dict. `budget`: share one `Budget` between the agent and optimizer LMs of a run
+    (default: a new one from `config.llm`). `api_key` overrides the provider's environment
+    variable; it is never stored or logged. `config.llm.deployments` put the agent's model
+    (and the optimizer's, when it is the same model) behind litellm's Router.
 
     Raises `LMSetupError` (exit 2) for a model string litellm cannot route, a hosted model
-    whose key variable is unset, or a missing embedded model (with the install commands).
+    whose key variable is unset, a malformed `api_base`, or a missing embedded model (with the
+    install commands).
     """
     model = config.model if role == "agent" else config.effective_optimizer_model
     field = "model" if role == "agent" else "optimizer_model"
-    check_model(model, config.api_base, api_key=api_key, field=field)
-    cache = None
-    if config.llm.cache:
-        cache = ResponseCache(cache_dir if cache_dir is not None else default_cache_dir())
+    routed = bool(config.llm.deployments) and model == config.model
+    transport: Transport | None = None
+    if routed:
+        from moscopt.lm.router import RouterTransport
+
+        for i, d in enumerate(config.llm.deployments):
+            check_model(d.model, d.api_base, field=f"llm.deployments.{i}.model")
+        transport = RouterTransport(
+            model, config.llm.deployments, config.llm.routing, timeout=config.llm.timeout
+        )
+    else:
+        check_model(model, config.api_base, api_key=api_key, field=field)
+    if not config.llm.cache:
+        cache = None
+    elif cache is None:
+        where = cache_dir if cache_dir is not None else shared_cache_dir(config.llm)
+        cache = ResponseCache(where, record=record)
     return LiteLLMClient(
         model,
         sampling=config.sampling,
         llm=config.llm,
         seed=config.seed,
-        api_base=config.api_base,
+        api_base=None if routed else config.api_base,
         cache=cache,
         budget=budget or Budget(config.llm.max_calls, config.llm.max_cost),
         events=_sink(events),
         api_key=api_key,
+        transport=transport,
     )
 
 
@@ -64,6 +111,8 @@ def check_model(
     model: str, api_base: str | None, *, api_key: str | None = None, field: str = "model"
 ) -> None:
     """Fail early, with one clear message, on a model that cannot be called as configured."""
+    if api_base is not None:
+        check_api_base(api_base, field="api_base")
     provider, slash, name = model.partition("/")
     if provider == LOCAL_PROVIDER and slash:
         if name != "smollm2":
@@ -99,6 +148,20 @@ def check_model(
                 "(or use --api-base for a local OpenAI-compatible server)",
                 field=field,
             )
+
+
+def check_api_base(url: str, *, field: str = "api_base") -> None:
+    """An endpoint must be an http(s) URL with a host (`LMSetupError` otherwise)."""
+    parts = urlsplit(url.strip())
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LMSetupError(
+            f"api_base '{url}' is not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1",
+            field=field,
+        )
 
 
 def _sink(events: EventLog | EventSink | None) -> EventSink | None:

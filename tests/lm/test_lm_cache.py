@@ -1,39 +1,119 @@
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from moscopt.config import LLMConfig
 from moscopt.lm.base import Completion, Usage
-from moscopt.lm.cache import ResponseCache, default_cache_dir
+from moscopt.lm.cache import (
+    DB_FILE,
+    PROJECT_CACHE,
+    ResponseCache,
+    default_cache_dir,
+    read_record,
+    shared_cache_dir,
+)
+
+KEY = "a" * 64
 
 
 def test_round_trip_keeps_the_answer_only(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "c")
     done = Completion(
-        text="hi", model="m", usage=Usage(3, 1), cost=0.5, latency=2.0, finish_reason="stop"
+        text="hi", model="m", usage=Usage(3, 1, 2), cost=0.5, latency=2.0, finish_reason="stop"
     )
     cache.put("k", done)
     got = cache.get("k")
     assert got is not None
-    assert (got.text, got.model, got.usage, got.finish_reason) == ("hi", "m", Usage(3, 1), "stop")
+    assert (got.text, got.model, got.usage, got.finish_reason) == (
+        "hi",
+        "m",
+        Usage(3, 1, 2),
+        "stop",
+    )
     assert got.cost == 0.0 and got.latency == 0.0
     assert cache.get("other") is None
     assert "k" in cache and len(cache) == 1
 
 
-def test_entries_survive_reopening(tmp_path: Path) -> None:
-    ResponseCache(tmp_path).put("k", Completion(text="kept", model="m"))
+def test_entries_survive_reopening_and_closing(tmp_path: Path) -> None:
+    first = ResponseCache(tmp_path)
+    first.put("k", Completion(text="kept", model="m"))
+    first.close()
     got = ResponseCache(tmp_path).get("k")
     assert got is not None and got.text == "kept"
+    assert first.get("k") is not None  # a closed cache reopens on use
 
 
-def test_a_damaged_entry_is_a_miss(tmp_path: Path) -> None:
+def raw_put(directory: Path, key: str, value: object) -> None:
+    db = sqlite3.connect(directory / DB_FILE)
+    db.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, value))
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"{not json",
+        b'{"text": "no model"}',
+        b'{"text": 3, "model": "m", "prompt_tokens": 1, "completion_tokens": 1}',
+        b'{"text": "t", "model": "m", "prompt_tokens": "many", "completion_tokens": 1}',
+        b"[1, 2]",
+        b"\xff\xfe\x00garbage",
+        "stored as text, not JSON",
+        12345,
+    ],
+)
+def test_a_damaged_or_undecodable_entry_is_a_miss(tmp_path: Path, value: object) -> None:
     cache = ResponseCache(tmp_path)
-    cache._cache.set("k", "{not json")
-    cache._cache.set("j", '{"text": "no model"}')
+    cache.put("other", Completion(text="fine", model="m"))  # creates the database
+    raw_put(tmp_path, "k", value)
     assert cache.get("k") is None
-    assert cache.get("j") is None
+    cache.put("k", Completion(text="repaired", model="m"))  # the next answer overwrites it
+    got = cache.get("k")
+    assert got is not None and got.text == "repaired"
+
+
+def test_lone_surrogates_in_a_stored_entry_are_replaced(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    cache.put("other", Completion(text="fine", model="m"))
+    entry = b'{"text": "a\\ud800b", "model": "m", "prompt_tokens": 1, "completion_tokens": 1}'
+    raw_put(tmp_path, "k", entry)
+    got = cache.get("k")
+    assert got is not None and got.text == "a\ufffdb"
+
+
+def test_a_damaged_database_file_is_a_miss_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / DB_FILE).write_bytes(b"this is not an SQLite database" * 100)
+    cache = ResponseCache(tmp_path)
+    assert cache.get("k") is None
+    cache.put("k", Completion(text="t", model="m"))  # warns, does not raise
+
+
+def test_the_run_record_lists_each_used_entry_once(tmp_path: Path) -> None:
+    record = tmp_path / "run" / "cache" / "used-keys.txt"
+    cache = ResponseCache(tmp_path / "shared", record=record)
+    keys = [f"{i:064x}" for i in range(3)]
+    for k in keys:
+        cache.put(k, Completion(text=k, model="m"))
+    cache.get(keys[0])
+    assert cache.get("f" * 64) is None  # a miss is not recorded
+    assert cache.used == 3
+    cache.close()
+    assert read_record(record) == keys
+    again = ResponseCache(tmp_path / "shared", record=record)  # a resumed run
+    again.get(keys[1])
+    again.close()
+    assert read_record(record) == keys
+
+
+def test_the_cache_folder_keeps_itself_out_of_git(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c")
+    cache.put("k", Completion(text="t", model="m"))
+    assert (tmp_path / "c" / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
 def test_default_cache_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -45,3 +125,25 @@ def test_default_cache_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.delenv("MOSCOPT_HOME")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir() == tmp_path / "xdg" / "moscopt"
+
+
+def test_shared_cache_dir_is_the_projects(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    (project / "runs" / "r1").mkdir(parents=True)
+    (project / "moscopt.yaml").write_text("seed: 1\n")
+    (project / "runs" / "r1" / "moscopt.yaml").write_text("seed: 1\n")  # its frozen config
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    llm = LLMConfig()
+    # a run finds its project from its own path, wherever the command runs
+    assert shared_cache_dir(llm, run_path=project / "runs" / "r1") == project / PROJECT_CACHE
+    # without a run: the project of the working directory, else the user-level cache
+    assert shared_cache_dir(llm) == default_cache_dir()
+    monkeypatch.chdir(project / "runs")
+    assert shared_cache_dir(llm) == project / PROJECT_CACHE
+    # configured: relative to the project; the environment variable beats the project
+    assert shared_cache_dir(LLMConfig(cache_dir="c")) == project / "c"
+    monkeypatch.setenv("MOSCOPT_CACHE_DIR", str(tmp_path / "env"))
+    assert shared_cache_dir(llm) == tmp_path / "env"
+    assert shared_cache_dir(LLMConfig(cache_dir=str(tmp_path / "abs"))) == tmp_path / "abs"

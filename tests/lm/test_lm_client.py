@@ -19,7 +19,9 @@ from moscopt.lm import (
     LMUnavailableError,
     acomplete_samples,
 )
-from moscopt.lm.transport import LiteLLMTransport, OpenAICompatTransport
+from moscopt.lm.litellm_transport import LiteLLMTransport
+from moscopt.lm.local import LocalTransport
+from moscopt.lm.transport import HTTPTransport
 from moscopt.testing import FakeServer
 
 TRANSPORTS = ["auto", "litellm"]
@@ -54,9 +56,10 @@ def test_a_call_returns_text_usage_and_reports_it(
 
 
 def test_transport_choice(make_client: Any) -> None:
-    assert isinstance(make_client().transport, OpenAICompatTransport)
+    assert isinstance(make_client().transport, HTTPTransport)
     assert isinstance(make_client(transport="litellm").transport, LiteLLMTransport)
     assert isinstance(make_client(model="anthropic/claude-x").transport, LiteLLMTransport)
+    assert isinstance(make_client(model="local/smollm2").transport, LocalTransport)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -18,7 +18,7 @@ from moscopt.testing import FakeServer
 def test_importing_the_lm_package_imports_no_heavy_library() -> None:
     code = (
         "import sys, moscopt.lm, moscopt.testing; "
-        "heavy = {'litellm', 'httpx', 'diskcache', 'xllamacpp', 'openai', 'jsonschema'}; "
+        "heavy = {'litellm', 'httpx', 'aiohttp', 'xllamacpp', 'openai', 'jsonschema'}; "
         "print(sorted(heavy & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -4,28 +4,64 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from moscopt.config import Config, LLMConfig, SamplingConfig
-from moscopt.lm import build_lm
-from moscopt.lm.local import gguf_path, request_body
+from moscopt.lm import build_lm, local
+from moscopt.lm.base import LMRequest
+from moscopt.lm.local import gguf_path
+from moscopt.lm.retry import Fault
+from moscopt.lm.wire import chat_body
 
 
-def test_request_body_maps_litellm_params() -> None:
-    fmt = {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"}}}
-    body = request_body(
-        [{"role": "user", "content": "x"}],
-        {"temperature": 0.2, "top_p": 0.5, "max_tokens": 9, "seed": 3, "response_format": fmt},
-    )
-    assert body == {
-        "messages": [{"role": "user", "content": "x"}],
-        "temperature": 0.2,
-        "top_p": 0.5,
-        "max_tokens": 9,
-        "seed": 3,
-        "response_format": fmt,
+class FakeEngine:
+    """Stands in for the loaded model: records bodies, plays answers."""
+
+    def __init__(self, *answers: dict[str, Any]) -> None:
+        self.answers = list(answers)
+        self.bodies: list[dict[str, Any]] = []
+        self.preloaded = 0
+
+    def preload(self) -> None:
+        self.preloaded += 1
+
+    async def achat(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.bodies.append(body)
+        return self.answers.pop(0)
+
+
+def reply(text: str) -> dict[str, Any]:
+    return {
+        "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 4, "completion_tokens": 2},
     }
+
+
+def test_the_embedded_model_gets_the_shared_wire_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeEngine(reply("hi \ud800there"), {"error": {"code": 400, "message": "too long"}})
+    monkeypatch.setattr(local, "engine", lambda: fake)
+    transport = local.LocalTransport()
+    assert fake.preloaded == 1  # loading starts when the client is built
+    request = LMRequest(
+        model="local/smollm2",
+        messages=({"role": "user", "content": "x"},),
+        temperature=0.2,
+        top_p=0.5,
+        max_tokens=9,
+        seed=3,
+        schema={"type": "object"},
+        sample=1,
+    )
+    answer = asyncio.run(transport.asend(request))
+    expected = chat_body(request, "local/smollm2")
+    del expected["model"]
+    assert fake.bodies == [expected] and expected["seed"] == 4
+    assert answer.text == "hi \ufffdthere" and answer.prompt_tokens == 4
+    with pytest.raises(Fault) as info:
+        asyncio.run(transport.asend(request))
+    assert info.value.kind == "request" and "too long" in info.value.message
 
 
 def test_the_model_file_is_found_without_importing_its_package() -> None:

@@ -1,0 +1,128 @@
+"""Scale-out: several deployments of one model behind litellm's Router.
+
+`llm.deployments` lists endpoints that serve `Config.model` (vLLM replicas, several providers
+of one model, a LiteLLM proxy); the Router spreads calls over them by `llm.routing.strategy`,
+honours each one's `rpm`/`tpm`, rests a failing one for `routing.cooldown` seconds after
+`routing.allowed_fails` failures, retries a failed call on another deployment up to
+`routing.retries` times, and turns to the `fallback: true` deployments when the others fail.
+
+The client above is unchanged: the cache key names `Config.model` (the model's identity, not
+an endpoint), so every deployment shares the cache; the budget reserves and settles each call
+as for one endpoint; what fails past the Router is retried by the client as any `Fault`. The
+deployment that answered is recorded in the call's event (`deployment`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from typing import Any
+
+from moscopt.config import DeploymentConfig, RoutingConfig
+from moscopt.lm.base import LMRequest, public_url
+from moscopt.lm.litellm_env import alitellm, preload
+from moscopt.lm.litellm_transport import answer_of, call_litellm, litellm_fields
+from moscopt.lm.transport import DIRECT_PROVIDERS
+from moscopt.lm.wire import RawAnswer, marks_prompt_cache
+
+FALLBACK_SUFFIX = ":fallback"
+
+
+def deployment_label(deployment: DeploymentConfig) -> str:
+    """How events name a deployment: its `name`, else `model@host` (no credentials)."""
+    if deployment.name:
+        return deployment.name
+    where = public_url(deployment.api_base)
+    return f"{deployment.model}@{where}" if where else deployment.model
+
+
+def model_list(group: str, deployments: list[DeploymentConfig], timeout: float) -> list[Any]:
+    """litellm's `model_list` for `deployments`: the primary group, then `<group>:fallback`."""
+    out: list[dict[str, Any]] = []
+    for d in deployments:
+        params: dict[str, Any] = {"model": d.model, "timeout": timeout, "max_retries": 0}
+        if d.api_base:
+            params["api_base"] = d.api_base
+        key = os.environ.get(d.api_key_env) if d.api_key_env else None
+        provider = d.model.partition("/")[0]
+        if not key and d.api_base and provider in DIRECT_PROVIDERS:
+            key = os.environ.get(DIRECT_PROVIDERS[provider]) or "no-key"  # see LiteLLMTransport
+        if key:
+            params["api_key"] = key
+        for name in ("rpm", "tpm", "weight"):
+            value = getattr(d, name)
+            if value is not None:
+                params[name] = value
+        out.append(
+            {
+                "model_name": group + FALLBACK_SUFFIX if d.fallback else group,
+                "litellm_params": params,
+                "model_info": {"id": deployment_label(d)},
+            }
+        )
+    return out
+
+
+class RouterTransport:
+    """One `Router.acompletion` per attempt, over `deployments` serving `group`."""
+
+    def __init__(
+        self,
+        group: str,
+        deployments: list[DeploymentConfig],
+        routing: RoutingConfig,
+        *,
+        timeout: float,
+    ) -> None:
+        self.group = group
+        self._deployments = list(deployments)
+        self._routing = routing
+        self._timeout = timeout
+        self._marks = any(marks_prompt_cache(d.model) for d in deployments)
+        self._secrets = [os.environ.get(d.api_key_env) for d in deployments if d.api_key_env]
+        self._routers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
+        self._routers = weakref.WeakKeyDictionary()  # litellm's clients belong to one loop
+        preload()
+
+    def __repr__(self) -> str:
+        return f"RouterTransport({self.group!r}, {len(self._deployments)} deployments)"
+
+    async def _router(self) -> Any:
+        loop = asyncio.get_running_loop()
+        router = self._routers.get(loop)
+        if router is None:
+            module = await alitellm()
+            fallbacks = [{self.group: [self.group + FALLBACK_SUFFIX]}]
+            has_fallback = any(d.fallback for d in self._deployments)
+            router = module.Router(
+                model_list=model_list(self.group, self._deployments, self._timeout),
+                routing_strategy=self._routing.strategy,
+                num_retries=self._routing.retries,
+                allowed_fails=self._routing.allowed_fails,
+                cooldown_time=self._routing.cooldown,
+                retry_after=0,
+                timeout=self._timeout,
+                fallbacks=fallbacks if has_fallback else [],
+            )
+            self._routers[loop] = router
+        return router
+
+    async def asend(self, request: LMRequest) -> RawAnswer:
+        router = await self._router()
+        fields = litellm_fields(request, self.group, cache_marks=self._marks)
+        fields.pop("max_retries")  # per deployment, in its litellm_params
+        fields["num_retries"] = self._routing.retries
+        # the router retries within its deployments; the guard covers those attempts too
+        budget = self._timeout * (self._routing.retries + 1)
+        response = await call_litellm(router.acompletion(**fields), budget, self._secrets)
+        hidden = getattr(response, "_hidden_params", None) or {}
+        deployment = hidden.get("model_id") if isinstance(hidden, dict) else None
+        return answer_of(response, str(deployment) if deployment is not None else None)
+
+    async def aclose(self) -> None:
+        self._routers.pop(asyncio.get_running_loop(), None)
+
+    def close(self) -> None:
+        for loop in [lp for lp in self._routers if lp.is_closed()]:
+            del self._routers[loop]

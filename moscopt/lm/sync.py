@@ -1,0 +1,76 @@
+"""The one sync wrapper of the LM layer: run the async core on a private loop thread.
+
+`LoopThread.run(coro)` runs a coroutine on an event loop that lives on a daemon thread of its
+own and blocks the caller until it ends, so the sync `LM.complete` is `acomplete` underneath,
+from any thread (even one whose own loop is running). The loop starts on first use and stops on
+`close`, after the owner's async clean-up for that loop has run on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """A private event loop on a daemon thread (see the module docstring)."""
+
+    def __init__(self, name: str = "moscopt-lm-sync") -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the loop thread and return its result (or raise its exception)."""
+        loop = self._start()
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("the sync LM API was called from its own loop thread")
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # e.g. KeyboardInterrupt in the caller: stop the call too
+            raise
+
+    def close(self, cleanup: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Run `cleanup()` on the loop (if it ever started), then stop the loop and its thread."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+
+        async def final() -> None:
+            if cleanup is not None:
+                await cleanup()
+            # as `asyncio.run` ends: cancel what libraries left running on this loop (litellm's
+            # logging worker), then close the async generators still suspended
+            me = asyncio.current_task()
+            others = [t for t in asyncio.all_tasks() if t is not me]
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
+            await asyncio.get_running_loop().shutdown_asyncgens()
+
+        try:
+            asyncio.run_coroutine_threadsafe(final(), loop).result(timeout=10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=10)
+            if not thread.is_alive():
+                loop.close()
