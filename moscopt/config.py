@@ -213,16 +213,6 @@ class Config(_Section):
     def effective_optimizer_model(self) -> str:
         return self.optimizer_model or self.model
 
-    def warnings(self) -> list[str]:
-        """Legal but questionable settings, to be shown to the user."""
-        out = []
-        n, k = self.pool.n, self.pool.k
-        if k == n and n > 1:
-            out.append(f"K = N = {n}: the gate selects nothing (an ablation, not MOSCOPT)")
-        elif n > 1 and k / n > 0.8:
-            out.append(f"K/N = {k}/{n} > 0.8: gating has little to choose; raise N or lower K")
-        return out
-
     def to_yaml(self) -> str:
         """The fully resolved config, deterministic (field order fixed by the models)."""
         return yaml.safe_dump(

@@ -10,6 +10,7 @@ One step is reflect -> propose -> apply; validating and accepting is the trainer
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,8 +21,8 @@ from moscopt.edits import proposal_schema as _schema
 from moscopt.harness import Rollout
 from moscopt.lm.base import LM
 from moscopt.lm.errors import LMOutputError, LMRequestError
+from moscopt.policies.edit_budget import clamp
 from moscopt.prompting import render
-from moscopt.schedule import clamp
 from moscopt.skills import Skill
 from moscopt.state import OptimizerState, RejectionRecord
 
@@ -105,46 +106,107 @@ class EditAdam:
         self.config = config
         self.kind = kind  # "skill" or "gate": selects the prompts
 
+    @property
+    def buffered(self) -> bool:
+        """EditAdam proper; False for the simple reflect-edit ablation (no step buffer, no
+        rejection buffer, no long-term memory)."""
+        return self.config.method == "editadam"
+
+    @property
+    def memory_on(self) -> bool:
+        return self.buffered and self.config.long_term_memory
+
     async def reflect(
-        self, target: Skill, evidence: str, state: OptimizerState, *, k: int = 0, table: str = ""
+        self,
+        target: Skill,
+        evidence: Sequence[str],
+        state: OptimizerState,
+        *,
+        k: int = 0,
+        table: str = "",
     ) -> str | None:
-        """Write a failure analysis and add it to the step buffer; None if the LM refused."""
+        """Analyse each group of trajectories (concurrently) and merge the analyses `merge_batch`
+        (M_g) at a time until one is left; None if the LM refused every request. Pure: the
+        engine adds the analysis to the step buffer (`keep_analysis`) when it decides."""
+        past = bullets(state.step_buffer) if self.buffered else NONE
+        memory = "\n".join(state.long_term_memory) if self.memory_on else ""
+        prompts = [
+            self._reflect_prompt(target, e, past, memory or NONE, k, table) for e in evidence
+        ]
+        answers = await asyncio.gather(
+            *(self._ask(p, f"reflect-{self.kind}", 400) for p in prompts)
+        )
+        analyses = [a.strip() for a in answers if a is not None and a.strip()]
+        while len(analyses) > 1:
+            groups = [
+                analyses[i : i + self.config.merge_batch]
+                for i in range(0, len(analyses), self.config.merge_batch)
+            ]
+            merged = await asyncio.gather(*(self._merge(target.name, g) for g in groups))
+            analyses = [m for m in merged if m]
+        if not analyses:
+            return None
+        return _cut(analyses[0], 1500)
+
+    def keep_analysis(self, state: OptimizerState, analysis: str | None) -> None:
+        """Add this step's analysis to the step buffer (reflect-edit keeps only the latest)."""
+        if analysis is None:
+            return
+        if self.buffered:
+            state.step_buffer.append(analysis)
+        else:
+            state.step_buffer[:] = [analysis]
+
+    def _reflect_prompt(
+        self, target: Skill, evidence: str, past: str, memory: str, k: int, table: str
+    ) -> str:
         if self.kind == "gate":
-            prompt = render(
+            return render(
                 "reflect_gate",
                 gate=skill_text(target),
                 k=k,
                 table=table,
                 cases=evidence,
-                step_buffer=bullets(state.step_buffer),
+                step_buffer=past,
+                memory=memory,
             )
-        else:
-            prompt = render(
-                "reflect",
-                skill=skill_text(target),
-                trajectories=evidence,
-                step_buffer=bullets(state.step_buffer),
-            )
-        text = await self._ask(prompt, f"reflect-{self.kind}", 400)
-        if text is None:
-            return None
-        analysis = text.strip()
-        if analysis:
-            state.step_buffer.append(_cut(analysis, 1500))
-        return analysis or None
+        return render(
+            "reflect",
+            skill=skill_text(target),
+            trajectories=evidence,
+            step_buffer=past,
+            memory=memory,
+        )
+
+    async def _merge(self, name: str, group: Sequence[str]) -> str | None:
+        if len(group) == 1:
+            return group[0]
+        analyses = "\n\n".join(f"### Analysis {i}\n{a}" for i, a in enumerate(group, 1))
+        text = await self._ask(
+            render("merge", target=name, analyses=analyses), f"merge-{self.kind}", 500
+        )
+        return text.strip() if text and text.strip() else group[0]
 
     async def propose(
-        self, target: Skill, state: OptimizerState, *, scores: str, max_edits: int
+        self,
+        target: Skill,
+        state: OptimizerState,
+        *,
+        analysis: str | None,
+        scores: str,
+        max_edits: int,
     ) -> Proposal:
         """Ask for at most `max_edits` edits; raises `ProposalError` for unusable output."""
-        rejections = format_rejections(
-            state.rejection_buffer if self.config.rejection_buffer else []
-        )
-        memory = "\n".join(state.long_term_memory) if self.config.long_term_memory else ""
+        shown = self.buffered and self.config.rejection_buffer
+        rejections = format_rejections(state.rejection_buffer if shown else [])
+        memory = "\n".join(state.long_term_memory) if self.memory_on else ""
         name = "propose_gate" if self.kind == "gate" else "propose"
+        earlier = state.step_buffer if self.buffered else []
+        current = [analysis] if analysis else []
+        analyses = (earlier + current)[-self.config.merge_batch :]
         values = {
             ("gate" if self.kind == "gate" else "skill"): skill_text(target),
-            "analyses": bullets(state.step_buffer[-self.config.merge_batch :]),
+            "analyses": bullets(analyses),
             "rejections": rejections,
             "memory": memory or NONE,
             "max_edits": max_edits,
@@ -177,12 +239,16 @@ class EditAdam:
         before: float,
         after: float,
         summary: str,
+        analysis: str | None = None,
     ) -> None:
-        """Record a rejected edit in the FIFO rejection buffer (capacity R)."""
+        """Record a rejected edit in the FIFO rejection buffer (capacity R). The buffer is kept
+        even when proposals are not shown it (`rejection_buffer: false`): long-term memory still
+        learns from rejections, so that ablation changes one thing only."""
         state.rejected += 1
-        if not self.config.rejection_buffer or self.config.rejection_capacity == 0:
+        if not self.buffered or self.config.rejection_capacity == 0:
             return
-        patterns = failure_patterns(state.step_buffer[-1]) if state.step_buffer else []
+        basis = analysis or (state.step_buffer[-1] if state.step_buffer else "")
+        patterns = failure_patterns(basis) if basis else []
         state.rejection_buffer.append(
             RejectionRecord(
                 step=step,
@@ -198,7 +264,7 @@ class EditAdam:
         self, target_name: str, state: OptimizerState, accepted: Sequence[str]
     ) -> None:
         """Fold this epoch's accepted and rejected edits into the long-term memory."""
-        if not self.config.long_term_memory or not (accepted or state.rejection_buffer):
+        if not self.memory_on or not (accepted or state.rejection_buffer):
             return
         prompt = render(
             "memory",

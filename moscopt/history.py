@@ -17,65 +17,31 @@ or work that a resumed run discards and redoes.
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from moscopt.errors import UserError
+from moscopt.ledger import (
+    CORE_KINDS,
+    Decision,
+    EditEvent,
+    Event,
+    EvolutionEvent,
+    GateRestored,
+    TrainStart,
+    Validation,
+)
 from moscopt.rundir import RunDir
 from moscopt.skills import GATE_NAME, Pool
 from moscopt.state import RunState
 
-# The event types the inspection commands read; `llm_call` and `rollout` lines are the bulk of a
-# log, so readers ask for them only when they need them.
-CORE_KINDS = frozenset({"train_start", "edit", "evolution", "gate_restored", "validation"})
-_CHECKPOINT = re.compile(r"^(\d+)-([0-9a-f]{12})\.json$")
-_TYPE = re.compile(r'"type": *"([a-z_]+)"')
-
-
-def read_events(run: RunDir, state: RunState, kinds: Iterable[str] | None = None) -> list[Any]:
-    """The saved events of `run` (up to `state.events_bytes`), only those of `kinds` if given.
-
-    A malformed line is corruption and a `UserError` naming the file and line, except a torn last
-    line (a process killed mid-append), which is skipped.
-    """
-    path = run.events_path
-    if not path.is_file():
-        return []
-    with open(path, "rb") as f:
-        data = f.read(state.events_bytes) if state.events_bytes > 0 else b""
-    wanted = None if kinds is None else frozenset(kinds)
-    lines = data.decode("utf-8", errors="replace").split("\n")
-    events = []
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        if wanted is not None:
-            # the type sits near the start of every line the EventLog writes: skip the big
-            # lines of other types without parsing them
-            m = _TYPE.search(raw, 0, 200)
-            if m is not None and m.group(1) not in wanted:
-                continue
-        try:
-            event = json.loads(raw)
-        except json.JSONDecodeError as e:
-            if i == len(lines) - 1:
-                break
-            raise UserError(f"bad JSON line: {e.msg}", path=path, line=i + 1) from None
-        if isinstance(event, dict) and (wanted is None or event.get("type") in wanted):
-            events.append(event)
-    return events
+__all__ = ["CORE_KINDS", "History"]
 
 
 # -- entries -------------------------------------------------------------------------------------
-
-
-def _score(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
 
 
 @dataclass(frozen=True)
@@ -94,30 +60,30 @@ class EditEntry:
     patch: list[dict[str, Any]] | None
     t: str = ""
     outcomes: list[dict[str, Any]] = field(default_factory=list)
+    decision: Decision | None = None
 
     @classmethod
-    def from_event(cls, e: dict[str, Any]) -> EditEntry:
-        summary = str(e.get("summary") or "")
-        if not summary and e.get("status") == "unusable":
-            summary = f"unusable proposal: {e.get('reason', '')}"
-        elif not summary and e.get("status") == "not_applied":
-            reasons = sorted(
-                {str(o.get("reason")) for o in e.get("outcomes", []) if o.get("reason")}
-            )
+    def from_event(cls, e: EditEvent) -> EditEntry:
+        summary = e.summary
+        if not summary and e.status == "unusable":
+            summary = f"unusable proposal: {e.reason}"
+        elif not summary and e.status == "not_applied":
+            reasons = sorted({str(o.get("reason")) for o in e.outcomes if o.get("reason")})
             summary = "not applied: " + ("; ".join(reasons) or "no edits")
         return cls(
-            step=int(e.get("step", 0)),
-            epoch=int(e.get("epoch", 0)),
-            phase=str(e.get("phase", "")),
-            target=str(e.get("target", "")),
-            status=str(e.get("status", "")),
-            before=_score(e.get("before")),
-            after=_score(e.get("after")),
+            step=e.step,
+            epoch=e.epoch,
+            phase=e.phase,
+            target=e.target,
+            status=e.status,
+            before=e.before,
+            after=e.after,
             summary=summary,
-            reasoning=str(e.get("reasoning") or ""),
-            patch=e.get("patch") or None,
-            t=str(e.get("t", "")),
-            outcomes=list(e.get("outcomes") or []),
+            reasoning=e.reasoning,
+            patch=e.patch or None,
+            t=e.t,
+            outcomes=list(e.outcomes),
+            decision=e.decision,
         )
 
     def touches(self, name: str) -> bool:
@@ -142,6 +108,7 @@ class EditEntry:
             "after": self.after,
             "summary": self.summary,
             "reasoning": self.reasoning,
+            "decision": self.decision.model_dump() if self.decision else None,
             "t": self.t,
         }
 
@@ -157,17 +124,19 @@ class EvolutionEntry:
     after: float | None
     changes: list[dict[str, Any]]
     t: str = ""
+    decision: Decision | None = None
 
     @classmethod
-    def from_event(cls, e: dict[str, Any]) -> EvolutionEntry:
+    def from_event(cls, e: EvolutionEvent) -> EvolutionEntry:
         return cls(
-            step=int(e.get("step", 0)),
-            epoch=int(e.get("epoch", 0)),
-            accepted=bool(e.get("accepted")),
-            before=_score(e.get("before")),
-            after=_score(e.get("after")),
-            changes=list(e.get("changes") or []),
-            t=str(e.get("t", "")),
+            step=e.step,
+            epoch=e.epoch,
+            accepted=e.accepted,
+            before=e.before,
+            after=e.after,
+            changes=list(e.changes),
+            t=e.t,
+            decision=e.decision,
         )
 
     @property
@@ -188,7 +157,8 @@ class EvolutionEntry:
 
     @property
     def similarity(self) -> float | None:
-        return next((_score(c.get("similarity")) for c in self.changes if "similarity" in c), None)
+        values = (c.get("similarity") for c in self.changes if "similarity" in c)
+        return next((float(v) for v in values if isinstance(v, int | float)), None)
 
     def touches(self, name: str) -> bool:
         return name in self.eliminated or name in self.added
@@ -205,6 +175,7 @@ class EvolutionEntry:
             "added": self.added,
             "similarity": self.similarity,
             "changes": self.changes,
+            "decision": self.decision.model_dump() if self.decision else None,
             "t": self.t,
         }
 
@@ -216,12 +187,27 @@ class RestoreEntry:
     step: int
     epoch: int
     t: str = ""
+    accepted: bool = True
+    source: str = "last_good"
+    decision: Decision | None = None
+
+    @classmethod
+    def from_event(cls, e: GateRestored) -> RestoreEntry:
+        return cls(e.step, e.epoch, e.t, e.accepted, e.source, e.decision)
 
     def touches(self, name: str) -> bool:
         return name == GATE_NAME
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "gate_restored", "step": self.step, "epoch": self.epoch, "t": self.t}
+        return {
+            "kind": "gate_restored",
+            "step": self.step,
+            "epoch": self.epoch,
+            "accepted": self.accepted,
+            "source": self.source,
+            "decision": self.decision.model_dump() if self.decision else None,
+            "t": self.t,
+        }
 
 
 Entry = EditEntry | EvolutionEntry | RestoreEntry
@@ -246,7 +232,7 @@ class Version:
 class History:
     """The saved history of one run. Build with `History.load(run)`."""
 
-    def __init__(self, run: RunDir, state: RunState, events: list[dict[str, Any]]) -> None:
+    def __init__(self, run: RunDir, state: RunState, events: list[Event]) -> None:
         self.run = run
         self.state = state
         self.events = events
@@ -257,7 +243,7 @@ class History:
         cls, run: RunDir, state: RunState | None = None, kinds: Iterable[str] | None = CORE_KINDS
     ) -> History:
         state = state or run.load_state()
-        return cls(run, state, read_events(run, state, kinds))
+        return cls(run, state, run.read_events(state, kinds))
 
     # -- entries ---------------------------------------------------------------------------------
 
@@ -266,15 +252,12 @@ class History:
         """Edits, evolution cycles and gate restorations, in log order."""
         out: list[Entry] = []
         for e in self.events:
-            kind = e.get("type")
-            if kind == "edit":
+            if isinstance(e, EditEvent):
                 out.append(EditEntry.from_event(e))
-            elif kind == "evolution":
+            elif isinstance(e, EvolutionEvent):
                 out.append(EvolutionEntry.from_event(e))
-            elif kind == "gate_restored":
-                out.append(
-                    RestoreEntry(int(e.get("step", 0)), int(e.get("epoch", 0)), e.get("t", ""))
-                )
+            elif isinstance(e, GateRestored):
+                out.append(RestoreEntry.from_event(e))
         return out
 
     @property
@@ -366,30 +349,34 @@ def _names(pool: Pool) -> set[str]:
 
 
 class _Replay:
-    """Rebuilds the sequence of pools from `train_start`, the patches and the checkpoints."""
+    """Rebuilds the sequence of pools: each event that changed the pool names its checkpoint.
+
+    Logs written before events named checkpoints (ledger v1) are replayed from the edits'
+    RFC 6902 patches and, for evolution and gate restorations, from the checkpoint whose digest
+    the event (or the validation just before it) names.
+    """
 
     def __init__(self, history: History) -> None:
         self.h = history
         self.run = history.run
         self.by_digest: dict[str, str] = {}
-        self.by_step: dict[int, list[str]] = {}
         for path in self.run.checkpoints():
-            m = _CHECKPOINT.match(path.name)
-            if m:
-                self.by_digest.setdefault(m.group(2), path.name)
-                self.by_step.setdefault(int(m.group(1)), []).append(path.name)
-        self.seen: set[str] = set()
+            digest = path.stem.rpartition("-")[2]
+            self.by_digest.setdefault(digest, path.name)
 
-    def load(self, name: str) -> Pool:
+    def load(self, name: str) -> Pool | None:
+        if not (self.run.checkpoints_dir / name).is_file():
+            return None
         return self.run.load_checkpoint(name)
 
     def initial(self) -> Pool:
-        start = next((e for e in self.h.events if e.get("type") == "train_start"), None)
-        if start is not None and str(start.get("pool")) in self.by_digest:
-            return self.load(self.by_digest[str(start["pool"])])
-        # no training yet (or a log from before train_start named its pool): the state's pool,
-        # which is the start only if nothing changed it
-        if any(e.get("type") in ("edit", "evolution", "gate_restored") for e in self.h.events):
+        start = next((e for e in self.h.events if isinstance(e, TrainStart)), None)
+        if start is not None:
+            name = start.checkpoint or self.by_digest.get(start.pool)
+            pool = self.load(name) if name else None
+            if pool is not None:
+                return pool
+        if any(e.type in ("edit", "evolution", "gate_restored") for e in self.h.events):
             raise UserError(
                 "cannot rebuild the run's history: events.jsonl has no train_start event naming "
                 "a checkpoint",
@@ -400,40 +387,28 @@ class _Replay:
     def replay(self) -> list[Version]:
         pool = self.initial()
         versions = [Version(None, "start", pool)]
-        self.seen.add(pool.digest()[:12])
-        last_validated: tuple[int, str] | None = None
+        last_validated: str | None = None
         for e in self.h.events:
-            kind, step = e.get("type"), int(e.get("step", 0))
-            if kind == "validation":
-                last_validated = (step, str(e.get("pool")))
+            if isinstance(e, Validation):
+                last_validated = e.pool
                 continue
-            new: Pool | None = None
-            if kind == "edit" and e.get("status") == "accepted":
-                new = self.patched(pool, e)
-                if new is None:
-                    new = self.guess(step, lambda p: True)
-            elif kind == "evolution" and e.get("accepted"):
-                new = self.patched(pool, e)
-                hint = last_validated[1] if last_validated and last_validated[0] == step else None
-                if new is None and hint in self.by_digest and hint not in self.seen:
-                    new = self.load(self.by_digest[hint])
-                if new is None:
-                    new = self.guess(step, lambda p: True)
-            elif kind == "gate_restored":
-                new = self.patched(pool, e)
-                if new is None:
-                    new = self.guess(step, _gate_changed(pool))
-            else:
+            changed = (
+                (isinstance(e, EditEvent) and e.status == "accepted")
+                or (isinstance(e, EvolutionEvent) and e.accepted)
+                or (isinstance(e, GateRestored) and e.accepted)
+            )
+            if not changed:
                 continue
+            assert isinstance(e, EditEvent | EvolutionEvent | GateRestored)
+            new = self.after(pool, e, last_validated)
             if new is None:
                 self.h.warnings.append(
-                    f"cannot rebuild the pool after the {kind} event at step {step}: "
+                    f"cannot rebuild the pool after the {e.type} event at step {e.step}: "
                     "later pools may be off"
                 )
                 continue
             pool = new
-            self.seen.add(pool.digest()[:12])
-            versions.append(Version(step, str(kind), pool))
+            versions.append(Version(e.step, e.type, pool))
         state = self.h.state
         if state.pool_digest and versions[-1].pool.digest() != state.pool_digest:
             self.h.warnings.append(
@@ -442,36 +417,28 @@ class _Replay:
             )
         return versions
 
-    def patched(self, pool: Pool, e: dict[str, Any]) -> Pool | None:
-        patch = e.get("patch")
-        if not patch:
+    def after(
+        self, pool: Pool, e: EditEvent | EvolutionEvent | GateRestored, validated: str | None
+    ) -> Pool | None:
+        """The pool `e` produced: its checkpoint; for v1 logs its patch or its digest."""
+        if e.checkpoint:
+            return self.load(e.checkpoint)
+        if isinstance(e, EditEvent):
+            return self.patched(pool, e)
+        digest = e.pool or validated
+        name = self.by_digest.get(digest) if digest else None
+        return self.load(name) if name else None
+
+    def patched(self, pool: Pool, e: EditEvent) -> Pool | None:
+        if not e.patch:
             return None
         import jsonpatch
 
         try:
-            return Pool.from_json(jsonpatch.apply_patch(pool.to_json(), patch))
+            return Pool.from_json(jsonpatch.apply_patch(pool.to_json(), e.patch))
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, ValueError) as err:
-            self.h.warnings.append(
-                f"the patch logged at step {e.get('step')} does not apply: {err}"
-            )
+            self.h.warnings.append(f"the patch logged at step {e.step} does not apply: {err}")
             return None
-
-    def guess(self, step: int, fits: Callable[[Pool], bool]) -> Pool | None:
-        """The one checkpoint saved at `step` that is not an earlier pool and `fits`."""
-        fitting = []
-        for name in self.by_step.get(step, []):
-            m = _CHECKPOINT.match(name)
-            if m is None or m.group(2) in self.seen:
-                continue
-            candidate = self.load(name)
-            if fits(candidate):
-                fitting.append(candidate)
-        return fitting[0] if len(fitting) == 1 else None
-
-
-def _gate_changed(current: Pool) -> Callable[[Pool], bool]:
-    """A gate restoration changes the gate and nothing else."""
-    return lambda p: p.skills == current.skills and p.gate != current.gate
 
 
 def open_run(run: Path | None, config: Path | None = None) -> RunDir:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,13 +31,13 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class _Event(BaseModel):
+class BaseEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     t: str = Field(default_factory=_now)
 
 
-class _Where(_Event):
+class _Where(BaseEvent):
     """Where in the run an event happened."""
 
     epoch: int = 0
@@ -59,7 +59,7 @@ class Decision(BaseModel):
     reason: str
 
 
-class TrainStart(_Event):
+class TrainStart(BaseEvent):
     type: Literal["train_start"] = "train_start"
     pool: str  # digest[:12] of the initial pool
     n: int
@@ -91,9 +91,10 @@ class RolloutEvent(_Where):
     cost: float = 0.0
     # step-level gating: every selection made during the rollout (the first is `skills`)
     selections: list[list[str]] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)  # how each selection was made
 
 
-class LLMCall(_Event):
+class LLMCall(BaseEvent):
     type: Literal["llm_call"] = "llm_call"
     model: str
     purpose: str
@@ -155,7 +156,7 @@ class GateRestored(_Where):
     decision: Decision | None = None
 
 
-class EpochEnd(_Event):
+class EpochEnd(BaseEvent):
     type: Literal["epoch_end"] = "epoch_end"
     epoch: int
     best_val: float | None = None
@@ -201,7 +202,7 @@ class EventLog:
         self._lock = threading.Lock()
         repair_jsonl_tail(path)
 
-    def append(self, event: _Event) -> int:
+    def append(self, event: BaseEvent) -> int:
         """Write `event`; the byte offset of its line."""
         line = event.model_dump_json(exclude_none=False)
         with self._lock:
@@ -222,6 +223,23 @@ class EventLog:
 
     def read(self, upto: int | None = None, kinds: Iterable[str] | None = None) -> list[Event]:
         return read_events(self.path, upto, kinds)
+
+    def of_type(self, kind: str) -> list[Event]:
+        return self.read(kinds={kind})
+
+
+class CallSink:
+    """The LM layer's event sink: each call record becomes an `llm_call` event, stamped with
+    where the trainer is (`where`, set by the engine). Keys the ledger does not know are
+    dropped, so a new field in the LM layer never breaks a run."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.where: Callable[[], dict[str, Any]] = dict
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        known = {k: v for k, v in record.items() if k in LLMCall.model_fields}
+        self.log.append(LLMCall(**{**known, **self.where()}))
 
 
 def read_events(
@@ -251,7 +269,7 @@ def read_events(
         except ValidationError as e:
             if i == len(lines) - 1 and _is_torn(raw):
                 break
-            raise UserError(f"bad event: {_first_error(e)}", path=path, line=i + 1) from None
+            raise UserError(_describe(e), path=path, line=i + 1) from None
         if wanted is None or event.type in wanted:
             events.append(event)
     return events
@@ -261,7 +279,7 @@ def _parse_line(raw: bytes, path: Path, *, offset: int) -> Event:
     try:
         return parse_event(raw)
     except ValidationError as e:
-        raise UserError(f"bad event at byte {offset}: {_first_error(e)}", path=path) from None
+        raise UserError(f"at byte {offset}: {_describe(e)}", path=path) from None
 
 
 def _is_torn(raw: bytes) -> bool:
@@ -272,7 +290,9 @@ def _is_torn(raw: bytes) -> bool:
     return False
 
 
-def _first_error(e: ValidationError) -> str:
+def _describe(e: ValidationError) -> str:
     err = e.errors()[0]
+    if err.get("type") == "json_invalid":
+        return f"bad JSON line: {err.get('msg', '')}"
     where = ".".join(str(p) for p in err.get("loc", ()))
-    return f"{where}: {err.get('msg', '')}" if where else str(err.get("msg", ""))
+    return f"bad event: {where}: {err.get('msg', '')}" if where else f"bad event: {err['msg']}"

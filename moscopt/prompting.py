@@ -19,9 +19,10 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 PROMPTS: dict[str, frozenset[str]] = {
     "agent_system": frozenset({"skills"}),
     "gate_user": frozenset({"task", "k", "table"}),
-    "reflect": frozenset({"skill", "trajectories", "step_buffer"}),
+    "reflect": frozenset({"skill", "trajectories", "step_buffer", "memory"}),
+    "merge": frozenset({"target", "analyses"}),
     "propose": frozenset({"skill", "analyses", "rejections", "memory", "max_edits", "scores"}),
-    "reflect_gate": frozenset({"gate", "k", "table", "cases", "step_buffer"}),
+    "reflect_gate": frozenset({"gate", "k", "table", "cases", "step_buffer", "memory"}),
     "propose_gate": frozenset({"gate", "analyses", "rejections", "memory", "max_edits", "scores"}),
     "memory": frozenset({"target", "memory", "accepted", "rejected"}),
     "budget": frozenset({"hard", "soft", "l_min", "l_max", "history"}),

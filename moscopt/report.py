@@ -22,6 +22,7 @@ from typing import Any
 
 from moscopt.fsio import atomic_write_bytes, atomic_write_text, iter_jsonl
 from moscopt.history import CORE_KINDS, EditEntry, EvolutionEntry, History
+from moscopt.ledger import LLMCall
 from moscopt.rundir import RunDir
 from moscopt.stats import mean_ci, repeats_half_width
 
@@ -94,16 +95,22 @@ def learning_curve(history: History) -> Curve:
     last = state.step
     calls = [0] * (last + 1)
     cost = [0.0] * (last + 1)
-    # llm_call events carry no step: each call counts towards the step of the next event that
-    # names one (the work the call was part of); calls after the last such event, the last step.
+    # llm_call events carry the step they were made at; in v1 logs they carry none, and each
+    # call counts towards the step of the next event that names one (the work the call was part
+    # of); calls after the last such event, the last step.
     pending_calls, pending_cost, logged = 0, 0.0, False
     for e in history.events:
-        if e.get("type") == "llm_call":
+        if isinstance(e, LLMCall):
             logged = True
-            pending_calls += 0 if e.get("cache_hit") else 1
-            pending_cost += float(e.get("cost") or 0.0)
-        elif "step" in e:
-            s = min(max(int(e["step"]), 0), last)
+            if e.step is not None:
+                s = min(max(e.step, 0), last)
+                calls[s] += 0 if e.cache_hit else 1
+                cost[s] += e.cost
+                continue
+            pending_calls += 0 if e.cache_hit else 1
+            pending_cost += e.cost
+        elif isinstance(step := getattr(e, "step", None), int):
+            s = min(max(step, 0), last)
             calls[s] += pending_calls
             cost[s] += pending_cost
             pending_calls, pending_cost = 0, 0.0

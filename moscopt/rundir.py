@@ -22,24 +22,15 @@ import contextlib
 import fcntl
 import json
 import os
-import threading
-from collections.abc import Iterator
-from datetime import UTC, datetime
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from moscopt.config import CONFIG_FILE, Config, load_config
 from moscopt.errors import UserError
-from moscopt.fsio import (
-    append_line,
-    atomic_write_json,
-    atomic_write_text,
-    iter_jsonl,
-    read_text,
-    repair_jsonl_tail,
-)
+from moscopt.fsio import atomic_write_json, atomic_write_text, read_text
+from moscopt.ledger import Event, EventLog, read_events
 from moscopt.skills import Pool
 from moscopt.state import RunState, SchemaTooNew, migrate
 from moscopt.validation import user_error
@@ -47,28 +38,6 @@ from moscopt.validation import user_error
 STATE_FILE = "state.json"
 EVENTS_FILE = "events.jsonl"
 LOCK_FILE = ".lock"
-
-
-class EventLog:
-    """Append-only JSONL of what happened. Thread-safe; one `write` per event."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        repair_jsonl_tail(path)
-
-    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
-        event = {"t": datetime.now(UTC).isoformat(timespec="milliseconds"), "type": kind, **fields}
-        line = json.dumps(event, ensure_ascii=False, sort_keys=False, default=str)
-        with self._lock:
-            append_line(self.path, line)
-        return event
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter_jsonl(self.path)
-
-    def of_type(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self if e.get("type") == kind]
 
 
 class RunDir:
@@ -182,16 +151,21 @@ class RunDir:
             pool.dump(self.skills_dir, prune=True)
         return pool
 
+    def write_checkpoint(self, pool: Pool, step: int) -> str:
+        """Save `pool` as a checkpoint (once per distinct pool); its file name."""
+        digest = pool.digest()
+        for existing in self.checkpoints_dir.glob(f"*-{digest[:12]}.json"):
+            return existing.name
+        name = f"{step:06d}-{digest[:12]}.json"
+        atomic_write_json(self.checkpoints_dir / name, pool.to_json())
+        return name
+
     def save(self, state: RunState, pool: Pool | None = None) -> None:
         """Persist `state` (and `pool`, if given) in crash-consistent order."""
         if pool is not None:
             digest = pool.digest()
             if digest != state.pool_digest or state.checkpoint is None:
-                name = f"{state.step:06d}-{digest[:12]}.json"
-                target = self.checkpoints_dir / name
-                if not target.exists():
-                    atomic_write_json(target, pool.to_json())
-                state.checkpoint = name
+                state.checkpoint = self.write_checkpoint(pool, state.step)
                 state.pool_digest = digest
         state.events_bytes = self.events_path.stat().st_size if self.events_path.exists() else 0
         atomic_write_json(self.state_path, state.model_dump(mode="json"))
@@ -208,17 +182,22 @@ class RunDir:
             return 0
         size = self.events_path.stat().st_size
         if size <= state.events_bytes:
-            for _ in iter_jsonl(self.events_path):
-                pass
+            read_events(self.events_path)
             return 0
         with open(self.events_path, "r+b") as f:
             f.truncate(state.events_bytes)
             f.flush()
             os.fsync(f.fileno())
         self._events = None
-        for _ in iter_jsonl(self.events_path):
-            pass
+        read_events(self.events_path)
         return size - state.events_bytes
+
+    def read_events(
+        self, state: RunState | None = None, kinds: Iterable[str] | None = None
+    ) -> list[Event]:
+        """The saved events (up to `state.events_bytes`), only those of `kinds` if given."""
+        state = state or self.load_state()
+        return read_events(self.events_path, state.events_bytes, kinds)
 
     def load_checkpoint(self, name: str) -> Pool:
         path = self.checkpoints_dir / name

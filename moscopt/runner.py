@@ -78,12 +78,29 @@ def starting_pool(skills_dir: Path, config: Config) -> tuple[Pool, list[str]]:
         raise UserError(
             f"K = {k} but only {len(pool)} skills are available in {skills_dir}", field="pool.k"
         )
+    notes.extend(pool_warnings(len(pool), config))
     if pool.gate is None and not (len(pool) == 1 and k == 1):
         seeds = Pool.load(seed_skills_dir(), require_gate=True)
         pool = Pool(skills=pool.skills, gate=seeds.gate)
         notes.append(f"{skills_dir} has no gate/SKILL.md: using the seed library's gate")
-    notes.extend(config.warnings())
     return pool, notes
+
+
+def pool_warnings(n: int, config: Config) -> list[str]:
+    """K checked against the pool actually loaded (not `pool.n`): K >= N turns the gate off and
+    is an error unless asked for (`--gate all`); K/N > 0.8 leaves the gate little choice."""
+    k = config.pool.k
+    if n == 1 and k == 1:
+        return []  # single-skill optimization
+    if k >= n and config.gating.policy != "all":
+        raise UserError(
+            f"K = {k} with a pool of {n} skills: the gate would select nothing; add skills, "
+            "lower pool.k, or pass --gate all for the K = N ablation",
+            field="pool.k",
+        )
+    if k < n and k / n > 0.8:
+        return [f"K/N = {k}/{n} > 0.8: gating has little to choose; add skills or lower K"]
+    return []
 
 
 def build_lms(
@@ -100,6 +117,7 @@ def build_lms(
     the trainer, which rewinds it to its last save when a run resumes. Evaluation, export and
     routing report their calls in their own output instead.
     """
+    from moscopt.ledger import CallSink
     from moscopt.lm import Budget, build_lm
     from moscopt.lm.cache import RECORD_FILE, shared_cache_dir
 
@@ -107,7 +125,7 @@ def build_lms(
     # The response cache is the project's, shared by its runs; the run records what it used.
     cache_dir = shared_cache_dir(config.llm, run_path=run.path if run is not None else None)
     record = run.cache_dir / RECORD_FILE if run is not None else None
-    events = run.events if (run is not None and log_events) else None
+    events = CallSink(run.events) if (run is not None and log_events) else None
     agent = build_lm(
         config, role="agent", cache_dir=cache_dir, record=record, events=events, budget=budget
     )
@@ -152,7 +170,7 @@ def train(
         data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
         config = config.model_copy(update={"data": data})
     path = run_path or default_run_path(config, project_root, bench.name)
-    from moscopt.trainer import initial_state
+    from moscopt.engine import initial_state
 
     _check_models(config)
     with RunDir(path).locked():
@@ -211,8 +229,8 @@ def _train(
     *,
     resumed: bool,
 ) -> TrainOutcome:
+    from moscopt.engine import Trainer
     from moscopt.lm.errors import LMFatalError
-    from moscopt.trainer import Trainer
 
     # The caller holds the run's lock.
     state = run.load_state()

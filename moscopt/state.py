@@ -13,11 +13,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
-
 Migration = tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Drop the unused `rng_state` and `extra`; a v1 cursor has no rollout index (the trainer
+    rebuilds it once from the log); skill-editing steps were not counted apart from gate steps."""
+    data.pop("rng_state", None)
+    data.pop("extra", None)
+    cursor = dict(data.get("cursor") or {})
+    cursor["indexed"] = False
+    data["cursor"] = cursor
+    data.setdefault("skill_steps", None)
+    return data
+
+
 # MIGRATIONS[i] upgrades schema version i + 1 to i + 2. Append only; never edit a shipped one.
-MIGRATIONS: list[Migration] = []
+MIGRATIONS: list[Migration] = [("v1-to-v2: typed ledger, rollout index", _v1_to_v2)]
+SCHEMA_VERSION = len(MIGRATIONS) + 1
 
 
 class _Record(BaseModel):
@@ -68,6 +81,11 @@ class Cursor(_Record):
     target: int = 0  # edit targets of the current minibatch already decided
     credited: bool = False  # the current minibatch's rollouts are logged and credited
     batch_start: str | None = None  # checkpoint of the pool the minibatch was rolled out with
+    # Byte offsets in events.jsonl of this epoch's rollout events, and how many of them belong
+    # to the current minibatch (the last ones): what reflection and gate editing read back.
+    rollouts: list[int] = Field(default_factory=list)
+    batch_rollouts: int = 0
+    indexed: bool = True  # False: a run from before the index; rebuilt from the log on resume
     # The gate's view of the statistics, frozen per phase so that validation scores compare.
     val_q: dict[str, float] = Field(default_factory=dict)
     val_activations: dict[str, int] = Field(default_factory=dict)
@@ -80,7 +98,10 @@ class RunState(_Record):
     benchmark: str | None = None
     status: Literal["new", "running", "stopped", "failed", "done"] = "new"
     epoch: int = 0
-    step: int = 0
+    step: int = 0  # skill-editing minibatches and gate-editing steps done
+    # skill-editing steps done (what edit-budget schedules count); None: a v1 run, derived
+    # from the step and the epoch on resume
+    skill_steps: int | None = 0
     phase: str = "init"
     q: dict[str, float] = Field(default_factory=dict)
     activations: dict[str, int] = Field(default_factory=dict)
@@ -99,7 +120,6 @@ class RunState(_Record):
     last_good_gate: dict[str, Any] | None = None  # gate restored after repeated parse failures
     gate_failure_rates: list[float] = Field(default_factory=list)
     epoch_accepted: dict[str, list[str]] = Field(default_factory=dict)  # summaries, per target
-    extra: dict[str, Any] = Field(default_factory=dict)  # policy-specific state (scheduler, gate)
 
     def accepted_edits(self) -> int:
         return sum(o.accepted for o in self.optimizers.values())

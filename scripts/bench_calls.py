@@ -25,7 +25,7 @@ from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import tasks
-from moscopt.trainer import Trainer, initial_state
+from moscopt.engine import Trainer, initial_state
 
 
 def respond(request: LMRequest) -> str:

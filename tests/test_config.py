@@ -92,8 +92,15 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
     assert load_config(path) == Config()
 
 
-def test_warnings_for_degenerate_k() -> None:
-    assert Config().warnings() == []
-    assert "gate selects nothing" in load_config(None, {"pool.k": 10}).warnings()[0]
-    assert "K/N" in load_config(None, {"pool.k": 9}).warnings()[0]
-    assert load_config(None, {"pool.n": 1, "pool.k": 1}).warnings() == []
+def test_k_is_checked_against_the_loaded_pool_not_pool_n() -> None:
+    """Regression: a folder of 3 skills with the default K = 3 ran with no gate and no
+    warning, because the check read `pool.n` (10)."""
+    from moscopt.errors import UserError
+    from moscopt.runner import pool_warnings
+
+    with pytest.raises(UserError, match="select nothing"):
+        pool_warnings(3, Config())
+    assert pool_warnings(3, load_config(None, {"gating.policy": "all"})) == []  # asked for
+    assert "K/N" in pool_warnings(6, load_config(None, {"pool.k": 5}))[0]
+    assert pool_warnings(10, Config()) == []
+    assert pool_warnings(1, load_config(None, {"pool.n": 1, "pool.k": 1})) == []

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from moscopt.credit import Outcome, assign_credit, forget, synergy_of
-from moscopt.schedule import budget, clamp
+from moscopt.policies.edit_budget import budget, clamp
 from moscopt.state import RunState
 
 

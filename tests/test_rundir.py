@@ -10,6 +10,7 @@ import pytest
 
 from moscopt.config import Config
 from moscopt.errors import UserError
+from moscopt.ledger import EditEvent, LLMCall
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.state import MIGRATIONS, SCHEMA_VERSION, RunState, migrate
@@ -69,10 +70,20 @@ def test_unchanged_pool_makes_no_new_checkpoint(run: RunDir) -> None:
 
 
 def test_events_are_appended_and_read_back(run: RunDir) -> None:
-    run.events.append("llm_call", model="m", tokens=3)
-    run.events.append("edit", accepted=False)
-    assert [e["type"] for e in run.events] == ["llm_call", "edit"]
-    assert run.events.of_type("edit")[0]["accepted"] is False
+    first = run.events.append(LLMCall(model="m", purpose="agent", prompt_tokens=3))
+    second = run.events.append(EditEvent(target="a", status="rejected"))
+    assert [e.type for e in run.events.read()] == ["llm_call", "edit"]
+    (edit,) = run.events.of_type("edit")
+    assert isinstance(edit, EditEvent) and edit.status == "rejected"
+    assert [e.type for e in run.events.read_at([second, first])] == ["edit", "llm_call"]
+
+
+def test_an_unknown_event_field_is_corruption_named_by_file_and_line(run: RunDir) -> None:
+    run.events.append(EditEvent(target="a", status="rejected"))
+    with open(run.events_path, "a") as f:
+        f.write('{"type": "edit", "target": "a", "status": "rejected", "bogus": 1}\n')
+    with pytest.raises(UserError, match=r"events.jsonl:2: bad event: edit.bogus"):
+        run.events.read()
 
 
 def test_bad_state_files(run: RunDir) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from moscopt.errors import UserError
 from moscopt.gating import fallback_top_k
+from moscopt.ledger import RolloutEvent
 from moscopt.routing_table import Decision, Derivation, derive
 
 if TYPE_CHECKING:
@@ -39,14 +40,15 @@ def gate_decisions(
     latest: dict[str, tuple[str, ...]] = {}
     seen: set[str] = set()
     skipped: dict[str, str] = {}
-    for event in run.events.of_type("rollout"):
-        task_id = event.get("task_id")
+    for event in run.read_events(state, {"rollout"}):
+        assert isinstance(event, RolloutEvent)
+        task_id = event.task_id
         if task_id not in wanted:
             continue
         seen.add(task_id)
-        skills = tuple(event.get("skills") or ())
-        if event.get("activation") != "gate":
-            skipped.setdefault(task_id, f"routed by {event.get('activation') or '?'}")
+        skills = tuple(event.skills)
+        if event.activation != "gate":
+            skipped.setdefault(task_id, f"routed by {event.activation or '?'}")
         elif not all(s in pool for s in skills):
             skipped.setdefault(task_id, "its skills were removed by evolution")
         else:

@@ -6,8 +6,10 @@
     assert lm.history[0].messages[-1]["content"].startswith("Task:")
 
 Each queued answer is a string (the reply text), an exception instance (raised by that call)
-or a callable `(LMRequest) -> str`. With the queue empty, `responder(request)` answers; with
-neither, the call fails with `AssertionError` (a test asked for more than it set up).
+or a callable `(LMRequest) -> str`. With the queue empty, the call's `purpose` picks a responder
+from `routes` (tests dispatch on what a call is for, never on prompt wording), else
+`responder(request)` answers; with none of these, the call fails with `AssertionError` (a test
+asked for more than it set up).
 Structured calls parse and validate the reply exactly as the real client does, raising
 `LMOutputError`. `history` records every request in call order; `stats` counts like the real
 client (no cache: every call is a call).
@@ -36,12 +38,14 @@ class FakeLM:
         answers: Sequence[Answer] = (),
         *,
         responder: Callable[[LMRequest], str] | None = None,
+        routes: Mapping[str, Callable[[LMRequest], str]] | None = None,
         model: str = "fake/model",
         cost_per_call: float = 0.0,
         budget: Budget | None = None,
     ) -> None:
         self._model = model
         self.responder = responder
+        self.routes = dict(routes or {})
         self.cost_per_call = cost_per_call
         self.budget = budget or Budget()
         self.history: list[LMRequest] = []
@@ -91,9 +95,7 @@ class FakeLM:
         reservation = self.budget.reserve(self.cost_per_call)
         reservation.settle(self.cost_per_call)
         if answer is None:
-            if self.responder is None:
-                raise AssertionError(f"FakeLM: no answer queued for call #{len(self.history)}")
-            answer = self.responder
+            answer = self._route(purpose)
         if isinstance(answer, BaseException):
             with self._lock:
                 self.stats.calls += 1
@@ -125,6 +127,18 @@ class FakeLM:
             sample=sample,
             data=data,
         )
+
+    def _route(self, purpose: str) -> Callable[[LMRequest], str]:
+        """The responder for `purpose`: its route (exact, else the part before the first
+        '-', so "reflect" serves "reflect-skill"), else the catch-all `responder`."""
+        route = self.routes.get(purpose) or self.routes.get(purpose.split("-", 1)[0])
+        if route is not None:
+            return route
+        if self.responder is None:
+            raise AssertionError(
+                f"FakeLM: nothing queued or routed for call #{len(self.history)} ({purpose!r})"
+            )
+        return self.responder
 
     async def acomplete(
         self,

@@ -16,10 +16,10 @@ from typing import Any
 
 from moscopt.benchmarks import Benchmark, Splits, Task, get_benchmark
 from moscopt.config import Config, load_config
+from moscopt.engine import initial_state
 from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
-from moscopt.trainer import initial_state
 
 MAGIC = "Always double-check the final number."
 VAGUE = "Be vague about the method."

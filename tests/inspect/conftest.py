@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from moscopt.benchmarks import get_benchmark
+from moscopt.engine import Trainer
 from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, make_run, respond, splits
-from moscopt.trainer import Trainer
 
 SEEDS = Path(__file__).resolve().parents[2] / "skills"
 
@@ -73,7 +73,7 @@ def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
 
 @pytest.fixture(scope="module")
 def evolved_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
-    """Evolution on: careful-computation (with MAGIC) is eliminated at step 3, children added."""
+    """Evolution on: a skill is eliminated at step 3, children (with MAGIC) added."""
     return trained(
         tmp_path_factory.mktemp("evolved"),
         evolving,

@@ -9,7 +9,8 @@ import pytest
 
 from moscopt.config import Config
 from moscopt.errors import UserError
-from moscopt.history import History, read_events, skill_diff
+from moscopt.history import History, skill_diff
+from moscopt.ledger import EditEvent, GateRestored, TrainStart
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.state import RunState
@@ -49,20 +50,23 @@ def test_evolution_is_replayed_from_its_checkpoint(evolved_run: RunDir) -> None:
     h = History.load(evolved_run)
     assert not h.warnings
     kept = [e for e in h.evolutions if e.accepted]
-    assert kept and kept[0].eliminated == ["careful-computation"]
+    assert kept and len(kept[0].eliminated) == 1
+    gone_name = kept[0].eliminated[0]
+    # the top skill (careful-computation carries the rule) is a parent: never the one eliminated
+    assert gone_name != "careful-computation"
     child = kept[0].added[0]
     assert [v.cause for v in h.versions] == ["start", "edit"] + ["evolution"] * len(kept)
     names = {p.name.split("-", 1)[1][:12] for p in evolved_run.checkpoints()}
     assert all(v.pool.digest()[:12] in names for v in h.versions)  # every pool was saved
     assert h.versions[-1].pool.digest() == h.state.pool_digest
     step = kept[0].step
-    assert "careful-computation" in h.pool_at(step - 1) and child not in h.pool_at(step - 1)
-    assert "careful-computation" not in h.pool_at(step) and child in h.pool_at(step)
+    assert gone_name in h.pool_at(step - 1) and child not in h.pool_at(step - 1)
+    assert gone_name not in h.pool_at(step) and child in h.pool_at(step)
 
     born = skill_diff(h, child, step - 1, step)
     assert born.text.startswith("--- /dev/null\n") and MAGIC in born.text
     assert "added by evolution" in born.notes[0]
-    gone = skill_diff(h, "careful-computation", None, None)
+    gone = skill_diff(h, gone_name, None, None)
     assert "+++ /dev/null" in gone.text and f"removed at step {step}" in gone.notes[0]
     with pytest.raises(UserError, match=f"from step {step} \\(added by evolution\\)"):
         skill_diff(h, child, 0, step - 1)
@@ -86,11 +90,13 @@ def synthetic_run(tmp_path: Path, seed_dir: Path) -> tuple[RunDir, Pool, Pool]:
     pool = Pool(skills=seeds.skills[:2], gate=seeds.gate)
     state = RunState()
     run = RunDir.create(tmp_path / "run", Config(), pool, state)
-    run.events.append("train_start", pool=pool.digest()[:12], n=2)
+    start = run.write_checkpoint(pool, 0)
+    run.events.append(TrainStart(pool=pool.digest()[:12], n=2, checkpoint=start))
     assert pool.gate is not None
     restored = pool.replace(pool.gate.with_body(pool.gate.body + "\nRestored rule.\n"))
     state.step = 2
-    run.events.append("gate_restored", epoch=0, step=2)
+    checkpoint = run.write_checkpoint(restored, 2)
+    run.events.append(GateRestored(epoch=0, step=2, checkpoint=checkpoint))
     run.save(state, restored)
     return run, pool, restored
 
@@ -98,14 +104,14 @@ def synthetic_run(tmp_path: Path, seed_dir: Path) -> tuple[RunDir, Pool, Pool]:
 def test_gate_restoration_and_unsaved_events(tmp_path: Path, seed_dir: Path) -> None:
     run, pool, restored = synthetic_run(tmp_path, seed_dir)
     # an event after the last save is work in flight: it does not count
-    run.events.append("edit", target="gate", status="accepted", step=2, patch=[{"op": "bad"}])
+    run.events.append(EditEvent(target="gate", status="accepted", step=2, patch=[{"op": "bad"}]))
     with open(run.events_path, "a") as f:
         f.write('{"type": "edit", "torn')  # a torn last line is skipped
     h = History.load(run)
     assert [(v.step, v.cause) for v in h.versions] == [(None, "start"), (2, "gate_restored")]
     assert h.pool_at(1) == pool and h.pool_at(2) == restored and not h.warnings
     assert "+Restored rule." in skill_diff(h, "gate", 1, 2).text
-    assert [e["type"] for e in read_events(run, h.state)] == ["train_start", "gate_restored"]
+    assert [e.type for e in run.read_events(h.state)] == ["train_start", "gate_restored"]
     assert [e.to_json()["kind"] for e in h.entries] == ["gate_restored"]
 
 
@@ -116,7 +122,7 @@ def test_corrupt_event_line_names_file_and_line(tmp_path: Path, seed_dir: Path) 
     state = run.load_state()
     state.events_bytes = run.events_path.stat().st_size
     with pytest.raises(UserError, match=r"events.jsonl:2: bad JSON line"):
-        read_events(run, state)
+        run.read_events(state)
 
 
 class Crash(Exception):

@@ -42,7 +42,7 @@ def test_log_shows_evolution(evolved_run: RunDir) -> None:
     result = runner.invoke(app, ["log", "--run", str(evolved_run.path)])
     assert result.exit_code == 0, result.output
     assert "evolution  accepted  1.000 -> 1.000" in result.stdout
-    assert "eliminated: careful-computation" in result.stdout
+    assert "eliminated: detail-verifier" in result.stdout  # the top skill is a parent, kept
     data = json.loads(runner.invoke(app, ["log", "--run", str(evolved_run.path), "--json"]).stdout)
     evo = [e for e in data if e["kind"] == "evolution"]
     assert evo[0]["accepted"] and evo[0]["added"][0].startswith("child-")
@@ -78,7 +78,7 @@ def test_diff_shows_exactly_the_accepted_edit(scripted_run: RunDir) -> None:
 
 def test_diff_of_skills_added_and_removed_by_evolution(evolved_run: RunDir) -> None:
     path = str(evolved_run.path)
-    gone = runner.invoke(app, ["diff", "careful-computation", "--run", path])
+    gone = runner.invoke(app, ["diff", "detail-verifier", "--run", path])
     assert gone.exit_code == 0 and "+++ /dev/null" in gone.stdout
     assert "is not in the pool now" in gone.stderr and "removed at step 3" in gone.stderr
     child = json.loads(runner.invoke(app, ["log", "--run", path, "--json"]).stdout)
@@ -96,7 +96,7 @@ def test_status_json_has_the_history_fields(evolved_run: RunDir) -> None:
     assert d["edits"]["accepted"] == 1
     assert d["edits"]["by_target"]["careful-computation"] == {"accepted": 1, "rejected": 1}
     assert d["edits"]["by_status"]["not_applied"] >= 1
-    assert d["evolution"][0]["eliminated"] == ["careful-computation"]
+    assert d["evolution"][0]["eliminated"] == ["detail-verifier"]
     assert d["evolution"][0]["accepted"] is True and d["evolution"][0]["step"] == 3
     assert d["gate_restorations"] == []
     assert d["best_val_by_epoch"] == [
@@ -108,8 +108,7 @@ def test_status_json_has_the_history_fields(evolved_run: RunDir) -> None:
     text = runner.invoke(app, ["status", "--run", str(evolved_run.path)]).stdout
     assert "careful-computation: 1 accepted, 1 rejected" in text
     assert (
-        "evolution at step 3 (epoch 0): kept (1.000 -> 1.000); eliminated careful-computation"
-        in text
+        "evolution at step 3 (epoch 0): kept (1.000 -> 1.000); eliminated detail-verifier" in text
     )
     assert "best val per epoch: 0: 1.000  1: 1.000" in text
 

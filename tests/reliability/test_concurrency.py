@@ -76,6 +76,6 @@ def test_second_process_on_the_same_run_refuses(project: Path) -> None:
     assert state.status == "done"
     assert Pool.load(run.skills_dir).digest() == run.load_pool().digest()
     assert run.load_pool().digest() == reference.load_pool().digest()
-    events = list(run.events)  # every line parses
-    assert [e["type"] for e in events].count("train_start") == 1
+    events = run.events.read()  # every line parses
+    assert [e.type for e in events].count("train_start") == 1
     assert state.q == reference.load_state().q

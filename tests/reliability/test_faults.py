@@ -69,7 +69,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "q": state.q,
         "activations": state.activations,
         "val": [(p.epoch, p.step, p.phase, p.score) for p in state.val_history],
-        "edits": [(e["target"], e["status"]) for e in run.events.of_type("edit")],
+        "edits": [(e.target, e.status) for e in run.events.of_type("edit")],
         "status": state.status,
     }
 
@@ -89,12 +89,10 @@ def test_train_under_faults_gives_the_fault_free_result(project: Path) -> None:
     )
     assert run_summary(faulty_run) == run_summary(clean_run)
     # every training task of every minibatch rolled out exactly once
-    keys = Counter(
-        (e["epoch"], e["batch"], e["task_id"]) for e in faulty_run.events.of_type("rollout")
-    )
+    keys = Counter((e.epoch, e.batch, e.task_id) for e in faulty_run.events.of_type("rollout"))
     assert keys and set(keys.values()) == {1}
     assert keys == Counter(
-        (e["epoch"], e["batch"], e["task_id"]) for e in clean_run.events.of_type("rollout")
+        (e.epoch, e.batch, e.task_id) for e in clean_run.events.of_type("rollout")
     )
     # the same logical calls, with the retries recorded on them
     assert len(faulty_run.events.of_type("llm_call")) == len(clean_run.events.of_type("llm_call"))

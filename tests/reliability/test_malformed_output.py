@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from moscopt.engine import Trainer
+from moscopt.ledger import EvolutionEvent
 from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, make_run, respond
-from moscopt.trainer import Trainer
 
 Responder = Callable[[LMRequest], str]
 HUGE = "All skills look useful to me. " * 3500  # ~100 KB
@@ -102,12 +103,12 @@ def test_unusable_gate_answers_fall_back_to_top_k(
     run = train(tmp_path, seed_dir, responder, **{"training.epochs": 1})
     assert seen
     rollouts = run.events.of_type("rollout")
-    assert rollouts and all(r["activation"] == "fallback" for r in rollouts)
-    assert all(r["gate_error"] for r in rollouts)  # the reason is logged
-    assert all(len(r["skills"]) == 2 and set(r["skills"]) <= SEED_NAMES for r in rollouts)
-    assert all(len(set(r["skills"])) == 2 for r in rollouts)
+    assert rollouts and all(r.activation == "fallback" for r in rollouts)
+    assert all(r.gate_error for r in rollouts)  # the reason is logged
+    assert all(len(r.skills) == 2 and set(r.skills) <= SEED_NAMES for r in rollouts)
+    assert all(len(set(r.skills)) == 2 for r in rollouts)
     validations = run.events.of_type("validation")
-    assert validations and all(v["fallbacks"] == v["tasks"] for v in validations)
+    assert validations and all(v.fallbacks == v.tasks for v in validations)
     assert_valid_pool(run, SEED_NAMES)
 
 
@@ -171,15 +172,15 @@ def test_malformed_edit_proposals_are_skipped_or_rejected(
     run = train(tmp_path, seed_dir, responder, **{"training.epochs": 1})
     assert seen
     events = run.events.of_type("edit")
-    assert events and {e["status"] for e in events} <= allowed, events
+    assert events and {e.status for e in events} <= allowed, events
     for e in events:
-        if e["status"] == "unusable":
-            assert e["reason"]
+        if e.status == "unusable":
+            assert e.reason
     pool = assert_valid_pool(run, SEED_NAMES)
     seed = Pool.load(seed_dir)
     for name in SEED_NAMES:  # front matter is never editable by ops
         assert pool.get(name).description == seed.get(name).description
-    if case == "front-matter-content" and any(e["status"] == "accepted" for e in events):
+    if case == "front-matter-content" and any(e.status == "accepted" for e in events):
         assert FRONT_MATTER.strip() in pool.get("careful-computation").body
 
 
@@ -228,13 +229,19 @@ def test_invalid_evolution_offspring_never_breaks_the_pool(
     assert seen, "evolution never asked for offspring"
     evolution = run.events.of_type("evolution")
     assert evolution
-    notes = [n for e in evolution for n in e["changes"] if n["kind"] in ("mutate", "crossover")]
+    notes = [n for e in evolution for n in e.changes if n["kind"] in ("mutate", "crossover")]
     assert notes
     pool = assert_valid_pool(run)
     if case in RENAMED:
-        assert [(n["skill"], n["error"]) for n in notes] == [(RENAMED[case], None)] * len(notes)
+        # every offspring of a cycle gets a fresh slug: the first the renamed one, the next
+        # ones numbered after it (the mutation and the co-bred child both answer the same name)
+        names = [n["skill"] for n in notes]
+        assert names[0] == RENAMED[case] and len(set(names)) == len(names)
+        assert all(n["error"] is None for n in notes)
         # kept only if validation does not drop (it depends on routing): when kept, it is valid
-        assert (RENAMED[case] in pool.names) == evolution[-1]["accepted"]
+        last = evolution[-1]
+        assert isinstance(last, EvolutionEvent)
+        assert (RENAMED[case] in pool.names) == last.accepted
     else:  # unusable: logged with its reason, and the pool gains nothing from it
         assert all(n["skill"] is None and n["error"] for n in notes)
         assert set(pool.names) <= SEED_NAMES

@@ -36,12 +36,12 @@ from types import SimpleNamespace
 import pytest
 
 from moscopt import harness
+from moscopt.engine import Trainer
 from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import make_run, respond
 from moscopt.tools import PythonTool, _isolation
-from moscopt.trainer import Trainer
 
 SECRET = "sk-SANDBOX-MARKER-7d1f0c"
 ESCAPE = Path("/tmp") / f"moscopt-escape-{uuid.uuid4().hex}"
@@ -154,4 +154,4 @@ def test_attack_as_tool_call_is_contained_and_training_goes_on(
     assert not ESCAPE.exists()
     assert accepted == []  # no connection reached the listener
     rollouts = RunDir.open(run.path).events.of_type("rollout")
-    assert rollouts and all(r["error"] is None for r in rollouts)
+    assert rollouts and all(r.error is None for r in rollouts)

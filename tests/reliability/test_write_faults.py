@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
+from moscopt.engine import Trainer
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import make_run, respond
-from moscopt.trainer import Trainer
 
 OVERRIDES: dict[str, Any] = {"evolution.enabled": True, "credit.c_min": 1}
 
@@ -136,7 +136,7 @@ def test_write_failure_then_resume_is_consistent(
     assert state.status != "done"
     pool = reopened.load_pool(state)
     assert Pool.load(reopened.skills_dir).digest() == pool.digest() == state.pool_digest
-    list(reopened.events)  # every line parses (a torn tail is skipped)
+    reopened.events.read()  # every line parses (a torn tail is skipped)
 
     leave_stray_temp_files(reopened)
     train(reopened, config, bench, sp, seeds)
@@ -144,5 +144,5 @@ def test_write_failure_then_resume_is_consistent(
     assert outcome(final) == reference["outcome"]
     assert Pool.load(final.skills_dir).digest() == final.load_pool().digest()
     # each minibatch's rollouts are in the log once, however often its step was redone
-    keys = [(e["epoch"], e["batch"], e["task_id"]) for e in final.events.of_type("rollout")]
+    keys = [(e.epoch, e.batch, e.task_id) for e in final.events.of_type("rollout")]
     assert len(keys) == len(set(keys))

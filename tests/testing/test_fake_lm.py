@@ -30,7 +30,7 @@ def test_exceptions_are_raised_and_an_empty_queue_is_a_test_error() -> None:
     lm = FakeLM([LMRequestError("refused")])
     with pytest.raises(LMRequestError):
         lm.complete(msg("a"))
-    with pytest.raises(AssertionError, match="no answer queued"):
+    with pytest.raises(AssertionError, match="nothing queued or routed"):
         lm.complete(msg("b"))
     assert lm.stats.failures == 1
 
@@ -59,3 +59,13 @@ def test_budget_applies() -> None:
 def test_malformed_messages_are_rejected() -> None:
     with pytest.raises(ValueError):
         FakeLM(["x"]).complete([{"role": "robot", "content": "x"}])  # type: ignore[list-item]
+
+
+def test_routes_dispatch_on_the_calls_purpose_not_its_wording() -> None:
+    lm = FakeLM(routes={"gate": lambda r: "ACTIVATE: a", "reflect": lambda r: "- analysis"})
+    assert lm.complete([{"role": "user", "content": "x"}], purpose="gate").text == "ACTIVATE: a"
+    # a route named by the part before '-' serves every purpose of that family
+    reflect = lm.complete([{"role": "user", "content": "y"}], purpose="reflect-skill")
+    assert reflect.text == "- analysis"
+    with pytest.raises(AssertionError, match="'agent'"):
+        lm.complete([{"role": "user", "content": "z"}], purpose="agent")

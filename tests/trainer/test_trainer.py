@@ -6,12 +6,13 @@ from typing import Any
 
 import pytest
 
+from moscopt.engine import Trainer
+from moscopt.ledger import GateRestored
 from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond
-from moscopt.trainer import Trainer
 
 
 def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool, lm: FakeLM) -> Trainer:
@@ -49,10 +50,10 @@ def test_reflect_propose_validate_accept_and_reject(tmp_path: Path, seed_dir: Pa
     rejected_section = proposals[1].split("## Edits already rejected")[1].split("## Lessons")[0]
     assert VAGUE in rejected_section and "0.000 -> 0.000" in rejected_section
     edits = run.events.of_type("edit")
-    accepted = [e for e in edits if e["status"] == "accepted"]
-    assert len(accepted) == 1 and accepted[0]["before"] == 0.0 and accepted[0]["after"] == 1.0
-    assert accepted[0]["patch"][0]["path"] == "/skills/careful-computation/body"
-    assert any(e["status"] == "not_applied" for e in edits)  # bad anchors never crash
+    accepted = [e for e in edits if e.status == "accepted"]
+    assert len(accepted) == 1 and accepted[0].before == 0.0 and accepted[0].after == 1.0
+    assert accepted[0].patch[0]["path"] == "/skills/careful-computation/body"
+    assert any(e.status == "not_applied" for e in edits)  # bad anchors never crash
     scores = [p.score for p in state.val_history]
     assert scores == sorted(scores) and scores[-1] == 1.0  # monotone
     assert state.q["careful-computation"] > 0 and state.activations["careful-computation"] > 0
@@ -67,10 +68,10 @@ def test_gate_editing_phase_runs_on_routing_failures(tmp_path: Path, seed_dir: P
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.epochs": 1})
     lm = FakeLM(responder=respond)
     train(run, config, bench, sp, seeds, lm)
-    gate_edits = [e for e in run.events.of_type("edit") if e["target"] == "gate"]
+    gate_edits = [e for e in run.events.of_type("edit") if e.target == "gate"]
     # epoch 0's failures are routing cases; the skill edit already fixed validation (1.0), so
     # the gate edit cannot strictly improve it and is rejected
-    assert [(e["status"], e["before"], e["after"]) for e in gate_edits] == [("rejected", 1.0, 1.0)]
+    assert [(e.status, e.before, e.after) for e in gate_edits] == [("rejected", 1.0, 1.0)]
     reflect = next(r for r in lm.history if "routing analysis" in r.messages[-1]["content"])
     assert (
         "activated: careful-computation, detail-verifier -> reward 0.00"
@@ -91,7 +92,7 @@ def test_single_skill_mode_makes_no_gate_call(tmp_path: Path, seed_dir: Path) ->
     trainer = train(run, config, bench, sp, seeds, lm)
     assert not any("## Available skills" in r.messages[-1]["content"] for r in lm.history)
     assert trainer.state.optimizers["careful-computation"].accepted == 1
-    assert {e["activation"] for e in run.events.of_type("rollout")} == {"single"}
+    assert {e.activation for e in run.events.of_type("rollout")} == {"single"}
 
 
 class Crash(BaseException):
@@ -136,9 +137,9 @@ def test_no_interleaving_ablation_edits_everything_at_once(tmp_path: Path, seed_
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.interleave": False})
     trainer = train(run, config, bench, sp, seeds, FakeLM(responder=respond))
     edits = run.events.of_type("edit")
-    assert {e["phase"] for e in edits} == {"skills"}  # no separate gate phase
-    first = next(e for e in edits if e["status"] == "rejected")
-    assert "careful-computation:" in first["summary"] and "gate:" in first["summary"]
+    assert {e.phase for e in edits} == {"skills"}  # no separate gate phase
+    first = next(e for e in edits if e.status == "rejected")
+    assert "careful-computation:" in first.summary and "gate:" in first.summary
     assert MAGIC in trainer.pool.get("careful-computation").body
     assert trainer.state.optimizers["gate"].rejected >= 1
 
@@ -152,40 +153,104 @@ def test_routing_ablations_make_no_gate_calls(
     train(run, config, bench, sp, seeds, lm)
     assert not any("## Available skills" in r.messages[-1]["content"] for r in lm.history)
     rollouts = run.events.of_type("rollout")
-    assert {e["activation"] for e in rollouts} == {source}
-    assert all(len(e["skills"]) == (2 if policy == "random" else 3) for e in rollouts)
-    assert not [e for e in run.events.of_type("edit") if e["target"] == "gate"]
+    assert {e.activation for e in rollouts} == {source}
+    assert all(len(e.skills) == (2 if policy == "random" else 3) for e in rollouts)
+    assert not [e for e in run.events.of_type("edit") if e.target == "gate"]
 
 
-def test_repeated_gate_parse_failures_restore_the_last_good_gate(
-    tmp_path: Path, seed_dir: Path
-) -> None:
-    from moscopt.harness import Rollout
+BROKEN = "Answer in French."
 
+
+def gate_world(request: LMRequest) -> str:
+    """A gate that routes away from the skill that solves the tasks when its instructions say so
+    (the world depends on the gate's text in context, not on the prompt's wording)."""
+    text = " ".join(m["content"] for m in request.messages)
+    if BROKEN in text:
+        return "ACTIVATE: cautious-planner, detail-verifier"
+    return "ACTIVATE: careful-computation, detail-verifier"
+
+
+def agent_world(request: LMRequest) -> str:
+    return respond(request)
+
+
+def restoration_trainer(tmp_path: Path, seed_dir: Path, **overrides: Any) -> Trainer:
     run, config, bench, sp, seeds = make_run(
-        tmp_path, seed_dir, **{"gating.rebuild_window": 2, "gating.rebuild_threshold": 0.3}
+        tmp_path,
+        seed_dir,
+        **{"gating.rebuild_window": 2, "gating.rebuild_threshold": 0.3, **overrides},
     )
+    lm = FakeLM(routes={"gate": gate_world, "agent": agent_world})
+    skilled = run.load_pool().get("careful-computation")
+    run.save(run.load_state(), run.load_pool().replace(skilled.with_body(skilled.body + MAGIC)))
     trainer = Trainer(
         run=run, config=config, benchmark=bench, splits=sp,
-        agent_lm=FakeLM(), optimizer_lm=FakeLM(), seeds=seeds,
+        agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip
+    asyncio.run(trainer.start_phase("skills"))
+    return trainer
 
-    def batch(fallbacks: int) -> list[Rollout]:
-        return [
-            Rollout("t", ("a",), "fallback" if i < fallbacks else "gate", [], "", None, 0.0)
-            for i in range(4)
-        ]
 
+def batch(fallbacks: int) -> list[Any]:
+    from moscopt.harness import Rollout
+
+    return [
+        Rollout("t", ("a",), "fallback" if i < fallbacks else "gate", [], "", None, 0.0)
+        for i in range(4)
+    ]
+
+
+def test_repeated_gate_parse_failures_restore_the_last_good_gate_after_validating_it(
+    tmp_path: Path, seed_dir: Path
+) -> None:
+    trainer = restoration_trainer(tmp_path, seed_dir, **{"optimizer.acceptance": "strict"})
     good = trainer.pool.gate
-    trainer.watch_gate(batch(0))  # a good step: this gate is remembered
     assert good is not None
-    broken = good.with_body(good.body + "\nAnswer in French.\n")
-    trainer.pool = trainer.pool.replace(broken)
-    trainer.watch_gate(batch(3))
+    asyncio.run(trainer.gate.watch(batch(0)))  # a good step: this gate is remembered
+    broken = good.with_body(good.body + f"\n{BROKEN}\n")
+    trainer.ctx.pool = trainer.pool.replace(broken)
+    asyncio.run(trainer.gate.watch(batch(3)))
     assert trainer.pool.gate == broken  # one bad step is not enough
-    trainer.watch_gate(batch(4))
+    asyncio.run(trainer.gate.watch(batch(4)))
     assert trainer.pool.gate == good  # two consecutive steps above 30%: restored
-    assert run.events.of_type("gate_restored")
+    (event,) = trainer.ctx.run.events.of_type("gate_restored")
+    assert isinstance(event, GateRestored)
+    assert event.accepted and event.source == "last_good" and event.decision is not None
+    assert event.checkpoint and (trainer.ctx.run.checkpoints_dir / event.checkpoint).is_file()
+    # the restored gate was validated: a validation event of its pool precedes the restoration
+    pools = [e.pool for e in trainer.ctx.run.events.of_type("validation")]  # type: ignore[union-attr]
+    assert event.pool in pools
+
+
+def test_a_restored_gate_that_validates_worse_is_not_kept(tmp_path: Path, seed_dir: Path) -> None:
+    """Regression: restoration swapped the gate without validation, undoing accepted edits."""
+    trainer = restoration_trainer(tmp_path, seed_dir, **{"optimizer.acceptance": "strict"})
+    good = trainer.pool.gate
+    assert good is not None
+    # the remembered gate is the broken one; the current gate is fine
+    trainer.ctx.state.last_good_gate = good.with_body(good.body + f"\n{BROKEN}\n").to_json()
+    asyncio.run(trainer.gate.restore())
+    assert trainer.pool.gate == good
+    (event,) = trainer.ctx.run.events.of_type("gate_restored")
+    assert isinstance(event, GateRestored) and not event.accepted and event.checkpoint is None
+    scores = [p.score for p in trainer.state.val_history]
+    assert scores == sorted(scores)
+
+
+def test_with_no_good_gate_ever_seen_the_seed_gate_is_the_candidate(
+    tmp_path: Path, seed_dir: Path
+) -> None:
+    trainer = restoration_trainer(tmp_path, seed_dir)
+    seed_gate = trainer.ctx.seeds.gate
+    assert seed_gate is not None
+    broken = seed_gate.with_body(seed_gate.body + f"\n{BROKEN}\n")
+    trainer.ctx.pool = trainer.pool.replace(broken)
+    trainer.ctx.state.last_good_gate = None
+    for _ in range(2):
+        asyncio.run(trainer.gate.watch(batch(4)))
+    assert trainer.pool.gate == seed_gate
+    (event,) = trainer.ctx.run.events.of_type("gate_restored")
+    assert isinstance(event, GateRestored) and event.source == "seed" and event.accepted
 
 
 def test_autonomous_schedule_asks_the_optimizer_for_the_budget(
@@ -196,9 +261,12 @@ def test_autonomous_schedule_asks_the_optimizer_for_the_budget(
     )
     lm = FakeLM(responder=respond)  # answers the budget prompt with "L: 3"
     train(run, config, bench, sp, seeds, lm)
-    asked = [r for r in lm.history if "edit budget" in r.messages[-1]["content"]]
-    proposals = [r for r in lm.history if "## Rules for edits" in r.messages[-1]["content"]]
-    assert asked and len(asked) == len(proposals)
+    asked = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "budget"]
+    proposals = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "propose-skill"]
+    # one budget per step, for all of its targets, from the minibatch's hard and soft scores
+    # (regression: the budget was asked per target, given the validation best as both)
+    assert asked and len(asked) == run.load_state().step  # skill steps and the gate step
+    assert "hard score (fraction of tasks solved): 0.000" in asked[0].messages[-1]["content"]
     assert all("At most 3 edits" in r.messages[-1]["content"] for r in proposals)
     assert all(
         r.schema is not None and r.schema["properties"]["edits"]["maxItems"] == 3 for r in proposals

@@ -1,0 +1,175 @@
+"""`Context`: what every phase of the engine shares — the run, its state and pool, the LMs, the
+benchmark, the ledger, validation — and the small helpers they all use.
+
+The context is the one owner of the run's state in memory: phases change `ctx.state` and
+`ctx.pool` and call `ctx.save()`; nothing else reads `state.json` while training.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from moscopt.agent import SkillAgent
+from moscopt.config import Config
+from moscopt.gating import FixedSkills, GateStats, LLMGate, RandomGate, Router, constrained_gate
+from moscopt.ledger import BaseEvent, CallSink, RolloutEvent
+from moscopt.lm.base import LM
+from moscopt.rundir import RunDir
+from moscopt.skills import Pool
+from moscopt.state import Cursor, RunState, Totals
+
+if TYPE_CHECKING:
+    from moscopt.benchmarks import Benchmark, Splits, Task
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+class Context:
+    """The shared working set of one training process."""
+
+    def __init__(
+        self,
+        *,
+        run: RunDir,
+        config: Config,
+        benchmark: Benchmark,
+        splits: Splits,
+        agent_lm: LM,
+        optimizer_lm: LM,
+        seeds: Pool,
+        progress: ProgressFn | None = None,
+    ) -> None:
+        self.run = run
+        self.config = config
+        self.benchmark = benchmark
+        self.splits = splits
+        self.agent_lm = agent_lm
+        self.optimizer_lm = optimizer_lm
+        self.seeds = seeds
+        self.progress = progress
+        self.state: RunState = run.load_state()
+        self.pool: Pool = run.load_pool(self.state)
+        self.tasks: dict[str, Task] = {t.id: t for t in splits["all"]}
+        self.base_totals = self.state.totals.model_copy()
+        n_val = max(1, math.ceil(config.optimizer.p_val * len(splits.val)))
+        self.val_tasks: list[Task] = list(splits.val[:n_val])
+        for lm in (agent_lm, optimizer_lm):
+            sink = getattr(lm, "events", None)
+            if isinstance(sink, CallSink):
+                sink.where = self.where
+
+    # -- modes -----------------------------------------------------------------------------------
+
+    @property
+    def cursor(self) -> Cursor:
+        return self.state.cursor
+
+    @property
+    def single(self) -> bool:
+        """N = K = 1: single-skill optimization (SkillOpt); no gate call, no evolution."""
+        return len(self.pool) == 1 and self.config.pool.k == 1
+
+    @property
+    def llm_gate(self) -> bool:
+        """Whether the pool is routed by its (editable) LLM gate."""
+        return (
+            self.config.gating.policy == "llm"
+            and self.config.pool.k < len(self.pool)
+            and self.pool.gate is not None
+        )
+
+    # -- routing and agents ----------------------------------------------------------------------
+
+    def router(self, pool: Pool, stats: GateStats) -> Router:
+        if self.single:
+            return FixedSkills(pool.names[:1], "single")
+        policy = self.config.gating.policy
+        if policy == "all" or self.config.pool.k >= len(pool):  # K = N: nothing to select
+            return FixedSkills(pool.names, "all")
+        if policy == "random" or pool.gate is None:
+            return RandomGate(pool, self.config.pool.k, self.config.seed)
+        constrained = constrained_gate(self.agent_lm.model, self.config.gating.output)
+        return LLMGate(self.agent_lm, pool, self.config.pool.k, stats, constrained=constrained)
+
+    def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:
+        return SkillAgent.from_config(
+            self.agent_lm, self.benchmark, pool, self.router(pool, stats), self.config
+        )
+
+    def live_stats(self) -> GateStats:
+        return self._stats(self.state.q, self.state.activations)
+
+    def val_stats(self) -> GateStats:
+        """The gate's view of the statistics, frozen per phase so validation scores compare."""
+        return self._stats(self.cursor.val_q, self.cursor.val_activations)
+
+    def _stats(self, q: dict[str, float], activations: dict[str, int]) -> GateStats:
+        return GateStats(
+            q=dict(q),
+            activations=dict(activations),
+            enriched=self.state.epoch >= self.config.gating.enrich_epoch,
+            c_min=self.config.credit.c_min,
+        )
+
+    # -- ledger and persistence ------------------------------------------------------------------
+
+    def where(self) -> dict[str, Any]:
+        return {"epoch": self.state.epoch, "step": self.state.step, "phase": self.cursor.phase}
+
+    def record(self, event: BaseEvent) -> int:
+        """Append `event` to the ledger; its byte offset."""
+        return self.run.events.append(event)
+
+    def rollouts(self, batch_only: bool = False) -> list[RolloutEvent]:
+        """This epoch's logged rollouts (or only the current minibatch's), read back by offset."""
+        offsets = self.cursor.rollouts
+        if batch_only:
+            offsets = offsets[len(offsets) - self.cursor.batch_rollouts :]
+        events = self.run.events.read_at(offsets)
+        return [e for e in events if isinstance(e, RolloutEvent)]
+
+    def checkpoint(self, pool: Pool) -> str:
+        """The checkpoint file of `pool` (written now if it is new)."""
+        return self.run.write_checkpoint(pool, self.state.step)
+
+    def save(self) -> None:
+        totals = self.base_totals.model_copy()
+        for lm in dict.fromkeys((self.agent_lm, self.optimizer_lm)):
+            stats = getattr(lm, "stats", None)
+            if stats is not None:
+                totals = _add_totals(totals, stats)
+        self.state.totals = totals
+        self.run.save(self.state, self.pool)
+
+    def emit(self, **fields: Any) -> None:
+        """Tell the progress callback (the CLI's live line) what just happened."""
+        if self.progress is None:
+            return
+        s = self.state
+        self.progress(
+            {
+                "epoch": min(s.epoch, self.config.training.epochs - 1),
+                "epochs": self.config.training.epochs,
+                "step": s.step,
+                "phase": self.cursor.phase,
+                "best_val": self.cursor.best_val,
+                "accepted": s.accepted_edits(),
+                "rejected": s.rejected_edits(),
+                "calls": s.totals.calls,
+                "tokens": s.totals.prompt_tokens + s.totals.completion_tokens,
+                "cost": s.totals.cost,
+                **fields,
+            }
+        )
+
+
+def _add_totals(totals: Totals, stats: Any) -> Totals:
+    return Totals(
+        calls=totals.calls + int(getattr(stats, "calls", 0)),
+        cache_hits=totals.cache_hits + int(getattr(stats, "cache_hits", 0)),
+        prompt_tokens=totals.prompt_tokens + int(getattr(stats, "prompt_tokens", 0)),
+        completion_tokens=totals.completion_tokens + int(getattr(stats, "completion_tokens", 0)),
+        cost=totals.cost + float(getattr(stats, "cost", 0.0)),
+    )

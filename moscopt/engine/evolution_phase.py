@@ -1,0 +1,97 @@
+"""Phase 3, collective evolution (every E epochs), and the end-of-epoch memory step.
+
+Evolution: `evolve.next_generation` builds a candidate pool (elimination, reproduction,
+co-breeding, diversity); the acceptance policy keeps it when it is not worse (it buys diversity,
+not score). Accepted: eliminated skills lose their statistics and optimizer state; newborns start
+from the survivors' mean Q (with no activations, so they are not ranked before c_min). Either way,
+every slug the cycle generated is marked used, so a later offspring never reuses one.
+
+Memory: each target's long-term memory is condensed from the epoch's accepted and rejected edits
+(concurrently: the targets are independent), then the epoch-local buffers are cleared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import TYPE_CHECKING
+
+from moscopt.credit import forget
+from moscopt.engine.editing import Editor
+from moscopt.engine.validation import Validator, decision
+from moscopt.evolve import generated_names, newborns, next_generation
+from moscopt.ledger import EpochEnd, EvolutionEvent
+from moscopt.state import ScorePoint
+
+if TYPE_CHECKING:
+    from moscopt.engine.context import Context
+
+
+async def evolve(ctx: Context, validator: Validator) -> None:
+    s = ctx.state
+    old = ctx.pool
+    pool, notes = await next_generation(
+        ctx.optimizer_lm,
+        old,
+        s,
+        ctx.config,
+        ctx.seeds,
+        fresh_rng=random.Random(f"{ctx.config.seed}:fresh:{s.epoch}"),
+    )
+    s.names_used = sorted(set(s.names_used) | set(generated_names(notes)) | set(pool.names))
+    if pool.digest() == old.digest():
+        ctx.record(EvolutionEvent(**ctx.where(), changes=notes, accepted=False))
+        return
+    verdict = await validator.decide(old, pool, direction="not_worse")
+    checkpoint = None
+    if verdict.accepted:
+        survivors = [n for n in old.names if n in pool.names]
+        prior = sum(s.q.get(n, 0.0) for n in survivors) / max(1, len(survivors))
+        for name in set(old.names) - set(pool.names):
+            forget(s, name)
+            s.optimizers.pop(name, None)
+        for name in newborns(notes):
+            s.q[name] = prior
+            s.activations.pop(name, None)
+        checkpoint = ctx.checkpoint(pool)
+        ctx.pool = pool
+        ctx.cursor.best_val = verdict.candidate_score
+        s.val_history.append(
+            ScorePoint(
+                epoch=s.epoch, step=s.step, phase=ctx.cursor.phase, score=verdict.candidate_score
+            )
+        )
+    ctx.record(
+        EvolutionEvent(
+            **ctx.where(),
+            changes=notes,
+            before=verdict.incumbent_score,
+            after=verdict.candidate_score,
+            accepted=verdict.accepted,
+            pool=pool.digest()[:12],
+            checkpoint=checkpoint,
+            decision=decision(validator.policy, verdict),
+        )
+    )
+    ctx.save()
+    ctx.emit(event="evolution", verdict=verdict.accepted, score=verdict.candidate_score)
+
+
+async def end_epoch(ctx: Context, editor: Editor) -> None:
+    """Condense long-term memory, clear the epoch's buffers, and move to the next epoch."""
+    s = ctx.state
+    names = sorted(s.optimizers)
+    await asyncio.gather(
+        *(
+            editor.adam(n).condense_memory(n, s.optimizers[n], s.epoch_accepted.get(n, []))
+            for n in names
+        )
+    )
+    for opt in s.optimizers.values():
+        opt.step_buffer.clear()
+        opt.rejection_buffer.clear()
+    s.epoch_accepted = {}
+    ctx.record(EpochEnd(epoch=s.epoch, best_val=ctx.cursor.best_val))
+    s.epoch += 1
+    ctx.cursor.epoch = s.epoch
+    ctx.cursor.rollouts, ctx.cursor.batch_rollouts = [], 0
