@@ -8,12 +8,13 @@ The context is the one owner of the run's state in memory: phases change `ctx.st
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from moscopt.agent import SkillAgent
 from moscopt.config import Config
 from moscopt.gating import FixedSkills, GateStats, LLMGate, RandomGate, Router, constrained_gate
+from moscopt.harness import Rollout
 from moscopt.ledger import BaseEvent, CallSink, RolloutEvent
 from moscopt.lm.base import LM
 from moscopt.rundir import RunDir
@@ -24,6 +25,14 @@ if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Splits, Task
 
 ProgressFn = Callable[[dict[str, Any]], None]
+
+
+class Observer(Protocol):
+    """Learns from each skill-editing minibatch after its rollouts are logged and credited (a
+    learned router, niche competence, ...). It may change `ctx.state` (saved right after, so
+    what it learns survives a resume) and may raise only `LMFatalError`."""
+
+    async def after_rollouts(self, ctx: Context, rollouts: Sequence[Rollout]) -> None: ...
 
 
 class Context:
@@ -55,6 +64,7 @@ class Context:
         self.base_totals = self.state.totals.model_copy()
         n_val = max(1, math.ceil(config.optimizer.p_val * len(splits.val)))
         self.val_tasks: list[Task] = list(splits.val[:n_val])
+        self.observers: list[Observer] = []
         for lm in (agent_lm, optimizer_lm):
             sink = getattr(lm, "events", None)
             if isinstance(sink, CallSink):

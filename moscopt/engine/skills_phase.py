@@ -116,5 +116,7 @@ class SkillsPhase:
         assign_credit(ctx.state, outcomes, ctx.config.credit.beta)
         if ctx.llm_gate:
             await self.gate.watch(rollouts)
+        for observer in ctx.observers:
+            await observer.after_rollouts(ctx, rollouts)
         ctx.cursor.credited = True
         ctx.save()
