@@ -149,10 +149,15 @@ class _Judge:
         prefix, entry_points = self._secret["prefix"], set(self._secret["entry_points"])
         names: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         exec(compile(prefix, "prompt.py", "exec"), names)
-        tree = ast.parse(prefix)
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_stub(node):
-                entry_points.add(node.name)  # a function the prompt asks to implement
+        functions = [
+            node
+            for node in ast.parse(prefix).body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        # The functions the prompt asks to implement: those without a body, and the last one
+        # (helpers come first in HumanEval's prompts).
+        entry_points.update(node.name for node in functions if _is_stub(node))
+        entry_points.update(node.name for node in functions[-1:])
         own = set(names) - entry_points
         for export in exports:
             name, kind, payload = export

@@ -86,15 +86,18 @@ def encode(value: object, handle: Callable[[object], int], depth: int = 0) -> ob
         return value
     if depth > _MAX_DEPTH:
         raise ValueError("value nested too deeply")
-    if kind in _CONTAINERS:
-        items: Any = value
-        return (_CONTAINERS[kind], [encode(v, handle, depth + 1) for v in items])
-    if kind is dict:
-        pairs = value.items()  # type: ignore[attr-defined]
+    # Subclasses (Counter, OrderedDict, namedtuples, ...) cross as their plain base type: the
+    # judge compares what they contain, never with methods the solution wrote.
+    if isinstance(value, dict):
+        pairs = dict.items(value)
         return (
             "D",
             [[encode(k, handle, depth + 1), encode(v, handle, depth + 1)] for k, v in pairs],
         )
+    for container, tag in _CONTAINERS.items():
+        if isinstance(value, container):
+            items: Any = container.__iter__(value)  # type: ignore[attr-defined]
+            return (tag, [encode(v, handle, depth + 1) for v in items])
     base: Any
     for base in (bool, int, float, complex, str, bytes):  # e.g. an IntEnum member
         if isinstance(value, base):
