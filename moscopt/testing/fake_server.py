@@ -6,7 +6,10 @@ thread (stdlib `http.server`, one thread per connection, HTTP/1.1 keep-alive). I
 - answer after a fixed `latency` (seconds) with a reply made by `responder(body) -> str`
   (default: `"echo: <last user message>"`), with OpenAI-shaped `usage` (whitespace word counts);
 - inject faults at `fault_rate`, drawn with a seeded `random.Random` from `faults`;
-- play a script of outcomes for the next requests (`script("401")`), before any random draw.
+- play a script of outcomes for the next requests (`script("401")`), before any random draw;
+- play a prefix cache (`prompt_cache=True`): a request whose system message the server has seen
+  before reports that message's tokens as `usage.prompt_tokens_details.cached_tokens`, as
+  OpenAI's prompt caching and vLLM's prefix caching do.
 
 Outcomes: `ok`; `429` (with `Retry-After`), `500`, `503`; `401`, `403`, `404` (model not found);
 `timeout` (hold the request `hang` seconds, then close without answering); `drop` (close the
@@ -36,6 +39,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
+
+from moscopt.testing.fake_http import completion_body, error_body, send_json, send_raw
 
 OUTCOMES = frozenset(
     {"ok", "429", "500", "503", "401", "403", "404", "timeout", "drop", "garbage", "empty"}
@@ -82,6 +87,7 @@ class FakeServer:
         hang: float = 2.0,
         retry_after: str | None = "0",
         responder: Responder | None = None,
+        prompt_cache: bool = False,
     ) -> None:
         self.faults = tuple(faults)
         unknown = set(self.faults) - OUTCOMES
@@ -94,6 +100,8 @@ class FakeServer:
         self.hang = hang
         self.retry_after = retry_after
         self.responder: Responder = responder or echo
+        self.prompt_cache = prompt_cache
+        self._prefixes: set[str] = set()  # system messages seen (the simulated prefix cache)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._script: deque[str] = deque()
@@ -200,6 +208,7 @@ class FakeServer:
         with self._lock:
             self._log.clear()
             self._script.clear()
+            self._prefixes.clear()
             self.max_in_flight = self._in_flight
 
     # -- request handling (called from handler threads) ------------------------------------------
@@ -251,89 +260,47 @@ class FakeServer:
     def _respond(self, handler: _Handler, outcome: str, body: Any, index: int) -> None:
         if outcome == "ok":
             text = self.responder(body)
-            _send_json(handler, 200, _completion(body, text, index))
+            send_json(handler, 200, completion_body(body, text, index, self._cached_tokens(body)))
         elif outcome == "429":
             headers = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
-            _send_json(handler, 429, _error("rate limit reached", "rate_limit_error"), headers)
+            send_json(handler, 429, error_body("rate limit reached", "rate_limit_error"), headers)
         elif outcome in ("500", "503"):
-            _send_json(handler, int(outcome), _error("the server had an error", "server_error"))
+            send_json(handler, int(outcome), error_body("the server had an error", "server_error"))
         elif outcome == "401":
-            _send_json(handler, 401, _error("invalid api key", "invalid_request_error"))
+            send_json(handler, 401, error_body("invalid api key", "invalid_request_error"))
         elif outcome == "403":
-            _send_json(handler, 403, _error("permission denied", "permission_error"))
+            send_json(handler, 403, error_body("permission denied", "permission_error"))
         elif outcome == "404":
             model = body.get("model") if isinstance(body, dict) else None
             message = f"The model `{model}` does not exist"
-            _send_json(handler, 404, _error(message, "invalid_request_error", "model_not_found"))
+            send_json(handler, 404, error_body(message, "invalid_request_error", "model_not_found"))
         elif outcome == "bad_request":
-            _send_json(handler, 400, _error("request body is not a chat request", "bad_request"))
+            send_json(handler, 400, error_body("request body is not a chat request", "bad_request"))
         elif outcome == "timeout":
             self._stopping.wait(self.hang)
             handler.close_connection = True
         elif outcome == "drop":
             handler.close_connection = True
         elif outcome == "garbage":
-            _send_raw(handler, 200, b"{this is not json", "application/json")
+            send_raw(handler, 200, b"{this is not json", "application/json")
         elif outcome == "empty":
-            reply = _completion(body, "", index)
+            reply = completion_body(body, "", index)
             reply["choices"] = []
-            _send_json(handler, 200, reply)
+            send_json(handler, 200, reply)
 
-
-def _completion(body: Any, text: str, index: int) -> dict[str, Any]:
-    messages = body.get("messages", []) if isinstance(body, dict) else []
-    prompt_tokens = sum(
-        len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict)
-    )
-    completion_tokens = len(text.split())
-    return {
-        "id": f"chatcmpl-fake-{index}",
-        "object": "chat.completion",
-        "created": 0,
-        "model": body.get("model", "fake") if isinstance(body, dict) else "fake",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
-
-
-def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "code": code}}
-
-
-def _send_json(
-    handler: BaseHTTPRequestHandler,
-    status: int,
-    obj: Any,
-    headers: dict[str, str] | None = None,
-) -> None:
-    _send_raw(handler, status, json.dumps(obj).encode(), "application/json", headers)
-
-
-def _send_raw(
-    handler: BaseHTTPRequestHandler,
-    status: int,
-    data: bytes,
-    content_type: str,
-    headers: dict[str, str] | None = None,
-) -> None:
-    handler.send_response(status)
-    handler.send_header("Content-Type", content_type)
-    handler.send_header("Content-Length", str(len(data)))
-    for name, value in (headers or {}).items():
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(data)
-    handler.wfile.flush()
+    def _cached_tokens(self, body: Any) -> int | None:
+        """Tokens of a system message seen before (None without `prompt_cache`)."""
+        if not self.prompt_cache:
+            return None
+        messages = body.get("messages") or [] if isinstance(body, dict) else []
+        first = messages[0] if messages and isinstance(messages[0], dict) else {}
+        if first.get("role") != "system":
+            return 0
+        content = str(first.get("content", ""))
+        with self._lock:
+            seen = content in self._prefixes
+            self._prefixes.add(content)
+        return len(content.split()) if seen else 0
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -375,15 +342,15 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length > 0 else b""
         if self.path == RESET_PATH:
             self.server.owner.reset()
-            _send_json(self, 200, {"ok": True})
+            send_json(self, 200, {"ok": True})
             return
         self.server.owner._handle(self, raw)
 
     def do_GET(self) -> None:
         if self.path == STATS_PATH:
-            _send_json(self, 200, self.server.owner.stats())
+            send_json(self, 200, self.server.owner.stats())
             return
-        _send_json(self, 404, _error("not found", "invalid_request_error"))
+        send_json(self, 404, error_body("not found", "invalid_request_error"))
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: tests read the request log instead
@@ -398,8 +365,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prompt-cache", action="store_true", help="simulate a prefix cache")
     args = parser.parse_args(argv)
-    with FakeServer(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed) as server:
+    with FakeServer(
+        latency=args.latency,
+        fault_rate=args.fault_rate,
+        seed=args.seed,
+        prompt_cache=args.prompt_cache,
+    ) as server:
         print(server.url, flush=True)
         sys.stdin.read()
 

@@ -1,0 +1,69 @@
+"""The wire shapes of the fake server: OpenAI-style chat completions and errors, sent over a
+`BaseHTTPRequestHandler` (see `moscopt.testing.fake_server`)."""
+
+from __future__ import annotations
+
+import json
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+
+def completion_body(
+    body: Any, text: str, index: int, cached_tokens: int | None = None
+) -> dict[str, Any]:
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    prompt_tokens = sum(
+        len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict)
+    )
+    completion_tokens = len(text.split())
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return {
+        "id": f"chatcmpl-fake-{index}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "fake") if isinstance(body, dict) else "fake",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": usage,
+    }
+
+
+def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": code}}
+
+
+def send_json(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    obj: Any,
+    headers: dict[str, str] | None = None,
+) -> None:
+    send_raw(handler, status, json.dumps(obj).encode(), "application/json", headers)
+
+
+def send_raw(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    data: bytes,
+    content_type: str,
+    headers: dict[str, str] | None = None,
+) -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(data)))
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)
+    handler.wfile.flush()
