@@ -203,8 +203,11 @@ class EventLog:
         repair_jsonl_tail(path)
 
     def append(self, event: BaseEvent) -> int:
-        """Write `event`; the byte offset of its line."""
-        line = event.model_dump_json(exclude_none=False)
+        """Write `event`; the byte offset of its line. Fields at their defaults are left out
+        (they read back the same), `t` and `type` come first."""
+        data = event.model_dump(mode="json", exclude_defaults=True)
+        head = {"t": event.t, "type": getattr(event, "type", "")}
+        line = json.dumps({**head, **data}, ensure_ascii=False)
         with self._lock:
             offset = self.path.stat().st_size if self.path.exists() else 0
             append_line(self.path, line)
