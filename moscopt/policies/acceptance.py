@@ -236,9 +236,13 @@ class SequentialSignFlip:
             if k == len(self._batches):
                 return self._conclude(null, boundary, spent, scale, n, sum_sq)
             spent += tail
-            floor = self._futility[k - 1] * math.sqrt(sum_sq)
-            null = {v: w for v, w in null.items() if v < boundary and v > floor and sum_sq}
+            null = {v: w for v, w in null.items() if v < boundary and not self._stops(k, v, sum_sq)}
         raise AssertionError("unreachable")
+
+    def _stops(self, k: int, total: int, sum_sq: int) -> bool:
+        """Whether a path at running sum `total` stops at look k < K without crossing: all
+        differences zero so far (a tie), or too little conditional power."""
+        return sum_sq == 0 or total <= self._futility[k - 1] * math.sqrt(sum_sq)
 
     def _conclude(
         self, null: dict[int, float], boundary: float, spent: float, scale: int, n: int, sq: int
@@ -250,14 +254,13 @@ class SequentialSignFlip:
         mean = observed * scale / RESOLUTION / n
         p_value = min(1.0, spent + sum(w for v, w in null.items() if v >= observed))
         z = observed / math.sqrt(sq) if sq else 0.0
+        k, last = len(self._batches), len(self._batches) == self.looks
         outcome: Outcome
         if observed >= boundary:
             outcome = "crossed"
-        elif sq == 0 or (observed == 0 and len(self._batches) == self.looks):
-            outcome = "tie"
-        elif len(self._batches) == self.looks:
-            outcome = "cap"
-        elif z <= self._futility[len(self._batches) - 1]:
+        elif last:
+            outcome = "tie" if observed == 0 else "cap"
+        elif self._stops(k, observed, sq):
             outcome = "tie" if observed == 0 else "futile"
         else:
             outcome = "open"
