@@ -62,6 +62,7 @@ class ServerRequest:
     outcome: str
     authorized: bool
     seconds: float = 0.0  # time spent in the handler, latency included
+    arrived: float = 0.0  # wall-clock time (time.time()) the request arrived, for other processes
 
 
 def echo(body: dict[str, Any]) -> str:
@@ -201,6 +202,9 @@ class FakeServer:
                 "outcomes": outcomes,
                 "max_in_flight": self.max_in_flight,
                 "median_seconds": seconds[len(seconds) // 2] if seconds else None,
+                # first arrival and last answer (time.time()): a client's busy span, as seen here
+                "first_arrival": min((r.arrived for r in self._log), default=None),
+                "last_done": max((r.arrived + r.seconds for r in self._log), default=None),
             }
 
     def reset(self) -> None:
@@ -229,6 +233,7 @@ class FakeServer:
 
     def _handle(self, handler: _Handler, raw: bytes) -> None:
         started = time.perf_counter()
+        arrived = time.time()
         index, outcome = self._next_outcome()
         try:
             body: Any = json.loads(raw) if raw else None
@@ -245,6 +250,7 @@ class FakeServer:
             body=body,
             outcome=outcome,
             authorized=handler.headers.get("Authorization") is not None,
+            arrived=arrived,
         )
         with self._lock:
             self._log.append(record)
