@@ -136,7 +136,7 @@ def available() -> bool:
     try:
         work = base / "work"
         work.mkdir()
-        probe = "import os; assert os.getpid() != 1"
+        probe = "import os; assert os.getpid() == 1"
         result = subprocess.run(
             [*command(base, work), sys.executable, "-I", "-S", "-c", probe],
             capture_output=True,

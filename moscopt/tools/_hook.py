@@ -6,7 +6,8 @@ Python can (the kernel layers in `moscopt.tools._kernel` and bubblewrap are what
 turns the common mistakes into a clear ``PermissionError`` and keeps a few cheap tricks from
 working: everything it consults is bound in its closure when it is made (patching
 ``os.path.isdir`` or rebinding module globals through ``sys._getframe`` changes nothing), and
-SQLite URIs, ``ATTACH`` of a file path and extension loading are refused.
+SQLite URIs and extension loading are refused. SQLite's ``ATTACH`` opens files without any
+audit event: only the kernel layers stop it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ _FD_PREFIX = "/proc/self/fd/"
 # they are the process's own standard streams and the null device.
 _WRITE_OK_EXACT = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 _WRITE_OK_PREFIXES = ("/dev/fd/", _FD_PREFIX)
-_SQLITE_ATTACH = 24  # sqlite3's SQLITE_ATTACH authorizer action
 
 _SPAWN_EVENTS = frozenset(
     {
@@ -92,11 +92,6 @@ class SandboxViolation(PermissionError):
     """Raised inside the sandboxed process when the code attempts something forbidden."""
 
 
-def _no_attach(action: int, *_args: object) -> int:
-    """SQLite authorizer: refuse ATTACH (it opens any file path without an audit event)."""
-    return 1 if action == _SQLITE_ATTACH else 0  # SQLITE_DENY / SQLITE_OK
-
-
 def make_audit_hook(
     workdir: str, deny_read_dirs: list[str], allow_read_dirs: list[str]
 ) -> Callable[[str, tuple[Any, ...]], None]:
@@ -117,7 +112,7 @@ def make_audit_hook(
     path_writes = types.MappingProxyType(dict(_PATH_WRITE_EVENTS))
     deny_read, allow_read = tuple(deny_read_dirs), tuple(allow_read_dirs)
     write_exact, write_prefixes, write_flags = _WRITE_OK_EXACT, _WRITE_OK_PREFIXES, _WRITE_FLAGS
-    violation, sep, no_attach = SandboxViolation, os.sep, _no_attach
+    violation, sep = SandboxViolation, os.sep
 
     def resolve(path: object, dir_fd: object = None) -> str | None:
         if isinstance(path, int) or path is None:
@@ -180,8 +175,6 @@ def make_audit_hook(
                 refuse(f"ctypes ({event})")
         elif event in other:
             refuse(event)
-        elif event == "sqlite3.connect/handle":
-            args[0].set_authorizer(no_attach)
         elif event in path_writes:
             for path_index, fd_index in path_writes[event]:
                 dir_fd = args[fd_index] if fd_index is not None and fd_index < len(args) else None

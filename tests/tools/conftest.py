@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from attack_helpers import ATTACK_MODES, Planted
+
+from moscopt.tools import _bwrap, _isolation, sandbox
 
 
 @pytest.fixture
@@ -60,3 +65,39 @@ def _processes_mentioning(root: Path) -> list[int]:
         if needle in cmdline or str(root).encode() in cmdline:
             found.append(int(entry.name))
     return found
+
+
+# ------------------------------------------------------------------------------ attack suite
+
+
+@pytest.fixture(params=sorted(ATTACK_MODES))
+def attack_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    mode: str = request.param
+    if mode == "bwrap-alone" and not _bwrap.available():
+        pytest.skip("bubblewrap is not installed or does not work here")
+    if mode == "landlock-seccomp" and _isolation.landlock_abi() < 1:
+        pytest.skip("the kernel has no Landlock")
+    monkeypatch.setattr(sandbox, "_LAYERS", ATTACK_MODES[mode])
+    return mode
+
+
+@pytest.fixture
+def planted() -> Iterator[Planted]:
+    root = Path(tempfile.mkdtemp(prefix="moscopt-planted-", dir="/tmp"))
+    try:
+        home, project = root / "home" / "user", root / "home" / "user" / "project"
+        (home / ".ssh").mkdir(parents=True)
+        project.mkdir()
+        secrets = Planted(root, home / ".ssh" / "id_rsa", project / ".env", root / "other.db")
+        secrets.ssh_key.write_text(secrets.key_text + "\n")
+        secrets.dotenv.write_text(secrets.env_text + "\n")
+        (secrets.ssh_key.parent / secrets.file_name).write_text("ssh-ed25519 AAAA\n")
+        with contextlib.closing(sqlite3.connect(secrets.database)) as db:
+            db.execute("create table secrets (value text)")
+            db.execute("insert into secrets values (?)", (secrets.db_text,))
+            db.commit()
+        for path in [root, *root.rglob("*")]:
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        yield secrets
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

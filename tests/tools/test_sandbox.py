@@ -175,3 +175,35 @@ def test_deep_recursion_traceback_is_bounded() -> None:
     assert result.stderr.endswith("RecursionError: maximum recursion depth exceeded\n")
     assert "Previous line repeated" in result.stderr
     assert len(result.stderr) < 5000
+
+
+def test_everyday_code_runs_under_every_layer(attack_mode: str) -> None:
+    # What model code commonly does must keep working under bubblewrap, Landlock and seccomp.
+    code = (
+        "import asyncio, datetime, decimal, json, os, random, sqlite3, tempfile, threading, time\n"
+        "import numpy\n"
+        "db = sqlite3.connect(':memory:')\n"
+        "db.execute('create table t (x)')\n"
+        "file_db = sqlite3.connect('local.db')\n"
+        "file_db.execute('create table t (x)')\n"
+        "file_db.commit()\n"
+        "results = []\n"
+        "thread = threading.Thread(target=lambda: results.append(sum(range(10))))\n"
+        "thread.start()\n"
+        "thread.join()\n"
+        "async def main():\n"
+        "    await asyncio.sleep(0)\n"
+        "    return 'async'\n"
+        "with tempfile.NamedTemporaryFile('w') as handle:\n"
+        "    handle.write('x')\n"
+        "with open('/dev/stdout', 'w') as out:\n"
+        "    out.write('reopened stdout\\n')\n"
+        "print(results, asyncio.run(main()), len(os.urandom(8)), numpy.arange(3).sum(),\n"
+        "      json.dumps({'a': decimal.Decimal('1.5').as_integer_ratio()}),\n"
+        "      time.localtime().tm_year > 2000, datetime.date(2024, 1, 1).isoformat(),\n"
+        "      random.Random(1).randint(1, 6))\n"
+    )
+    result = run_python(code)
+    assert result.ok, result.stderr
+    assert result.stdout.splitlines()[-1] == ('[45] async 8 3 {"a": [3, 2]} True 2024-01-01 2')
+    assert "reopened stdout" in result.stdout
