@@ -180,6 +180,9 @@ class AgentConfig(_Section):
     )
     # None: the benchmark's own tools. shell and search are not available yet.
     tools: list[Literal["python"]] | None = None
+    # Run model-written code even where nothing isolates it from the user's files (no
+    # bubblewrap, no Landlock); the run must then say so in its events and report.
+    allow_unsandboxed: bool = False
     # False: the "no progressive disclosure" ablation (every skill body in context; the gate
     # still selects, and credit still goes to the selected skills)
     progressive_disclosure: bool = True

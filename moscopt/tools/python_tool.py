@@ -19,13 +19,17 @@ class PythonTool:
     """A callable tool: ``tool(code)`` returns the observation text for the model.
 
     The text is never longer than about ``max_output`` characters per stream plus a status line;
-    it never raises for anything the code does.
+    it never raises for anything the code does. ``allow_unsandboxed`` (config key
+    ``agent.allow_unsandboxed``) lets the code run on a machine where nothing isolates it from
+    the user's files; without it the observation is the refusal (`UNSANDBOXED_REFUSED`). What
+    isolates the code on this machine, for a run's events: `sandbox.isolation_available`.
     """
 
     timeout: float = 10.0
     memory_mb: int = 1024
     max_output: int = 4_000
     name: str = "python"
+    allow_unsandboxed: bool = False
 
     @property
     def description(self) -> str:
@@ -33,7 +37,11 @@ class PythonTool:
 
     def __call__(self, code: str) -> str:
         result = run_python(
-            code, timeout=self.timeout, memory_mb=self.memory_mb, max_output=self.max_output
+            code,
+            timeout=self.timeout,
+            memory_mb=self.memory_mb,
+            max_output=self.max_output,
+            allow_unsandboxed=self.allow_unsandboxed,
         )
         return format_observation(result, timeout=self.timeout)
 

@@ -63,3 +63,15 @@ def test_tool_reports_a_timeout() -> None:
 )
 def test_format_observation(result: ExecResult, expected: str) -> None:
     assert format_observation(result, timeout=10) == expected
+
+
+def test_tool_refuses_without_read_isolation_unless_allowed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from moscopt.tools import sandbox
+
+    none = sandbox.Layers(bwrap=False, namespaces=False, landlock=False, uid_drop=False)
+    monkeypatch.setattr(sandbox, "_LAYERS", none)
+    refused = PythonTool()("print('ran')")
+    assert refused == f"[error: {sandbox.UNSANDBOXED_REFUSED}]"
+    assert PythonTool(allow_unsandboxed=True)("print('ran')") == "ran"
