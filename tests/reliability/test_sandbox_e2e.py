@@ -5,22 +5,11 @@ call; the trainer must run it in the sandbox, hand the model an error observatio
 output), and carry on to a finished run. The tool-level attacks themselves are tested in
 `tests/tools/`; here the point is that they cannot stop or damage a training run.
 
-What is and is not prevented (see `moscopt/tools/sandbox.py` for the full account):
-
-- On every Linux machine: the wall-clock timeout and CPU rlimit stop infinite loops; the
-  address-space rlimit turns a 10 GB allocation into a MemoryError; output is truncated and a
-  runaway writer killed; the environment is an allow-list, so no `*_API_KEY` reaches the code;
-  an audit hook refuses fork/exec/subprocess, socket connects, and writes outside the work dir.
-- With Landlock (Linux 5.13+; 6.7+ for TCP): writes outside the work dir and execve are refused
-  by the kernel, and (ABI 4+) TCP connect/bind.
-- With namespaces (`unshare`: root, or unprivileged user namespaces): no network at all (UDP and
-  DNS included), and no process survives the run.
-- On a machine *without network namespaces* (emulated below by the `no-namespaces` mode), the
-  network is guarded only by the audit hook and, on Linux 6.7+, Landlock's TCP rule: UDP and DNS
-  from code that defeats the audit hook (which PEP 578 says is not a security boundary) are not
-  prevented, and without root, the fork bomb is stopped by the audit hook and Landlock's no-exec
-  only (RLIMIT_NPROC is not set for non-root users). Reading world-readable files is never
-  prevented.
+What is prevented, and by which layer on which machine, is the table in
+`moscopt/tools/sandbox.py`; the attacks themselves, each kernel layer on its own, are
+`tests/tools/test_attacks*.py`. The modes here: the sandbox as this machine runs it
+(bubblewrap where installed), and the fallback without bubblewrap and without namespaces
+(Landlock, seccomp, the audit hook).
 """
 
 from __future__ import annotations
@@ -41,7 +30,7 @@ from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import make_run, respond
-from moscopt.tools import PythonTool, _isolation
+from moscopt.tools import PythonTool, sandbox
 
 SECRET = "sk-SANDBOX-MARKER-7d1f0c"
 ESCAPE = Path("/tmp") / f"moscopt-escape-{uuid.uuid4().hex}"
@@ -92,7 +81,7 @@ def listener() -> Iterator[tuple[int, list[object]]]:
     server.close()
 
 
-@pytest.mark.parametrize("mode", ["as-available", "no-namespaces"])
+@pytest.mark.parametrize("mode", ["as-available", "no-bwrap-no-namespaces"])
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_attack_as_tool_call_is_contained_and_training_goes_on(
     tmp_path: Path,
@@ -107,8 +96,8 @@ def test_attack_as_tool_call_is_contained_and_training_goes_on(
     code = code.replace("PORT", str(port))
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
-    if mode == "no-namespaces":
-        monkeypatch.setattr(_isolation, "namespace_prefix", lambda: ())
+    if mode == "no-bwrap-no-namespaces":
+        monkeypatch.setattr(sandbox, "_LAYERS", sandbox.Layers(bwrap=False, namespaces=False))
     # the harness's tool with a shorter wall clock than its 10 s default, to keep the test quick
     monkeypatch.setattr(harness, "_run_python_tool", lambda c: PythonTool(timeout=2.0)(c))
 
