@@ -11,7 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export REPO="$PWD"
 export RUN_AS="${MOSCOPT_UNPRIVILEGED_USER:-nobody}"
-export PY="$REPO/${MOSCOPT_CI_VENV:-.venv}/bin/python"
+VENV="${MOSCOPT_CI_VENV:-.venv}"
+case "$VENV" in
+    /*) export PY="$VENV/bin/python" ;;
+    *) export PY="$REPO/$VENV/bin/python" ;;
+esac
 RUN_GID="$(id -g "$RUN_AS")"
 export RUN_GID
 
