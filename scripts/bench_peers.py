@@ -15,8 +15,9 @@ serves every run. Each framework evaluates the same `--tasks` additions in a fre
 The server answers in a form all three parse (DSPy's field markers around `FINAL ANSWER: n`),
 so nobody makes extra calls. For each run: `eval` is the span from the first request's arrival
 to the last answer, as the server saw it; `process` is the child's wall time from spawn to exit
-(imports, set-up, teardown included). Both are divided by the ideal, ceil(tasks / concurrency)
-x latency: the time the calls would take if nothing else cost anything.
+(imports, set-up, teardown included), split into `start` (spawn to the first request) and `end`
+(the last answer to the exit). `eval` and `process` are divided by the ideal,
+ceil(tasks / concurrency) x latency: the time the calls would take if nothing else cost anything.
 
 CPU per call: moscopt's own CPU (user + system of its process) for `--cpu-tasks` tasks at
 concurrency 64, minus that of a 16-task run (imports and set-up), divided by the difference in
@@ -116,7 +117,9 @@ def tasks(path: Path) -> list[dict[str, str]]:
 
 
 def run_gepa(url: str, concurrency: int, data: Path) -> float:
-    from gepa.adapters.default_adapter.default_adapter import DefaultAdapter
+    from gepa.adapters.default_adapter.default_adapter import (  # type: ignore[import-not-found, unused-ignore]
+        DefaultAdapter,
+    )
 
     adapter = DefaultAdapter(
         model="openai/fake",
@@ -132,7 +135,7 @@ def run_gepa(url: str, concurrency: int, data: Path) -> float:
 
 
 def run_dspy(url: str, concurrency: int, data: Path) -> float:
-    import dspy
+    import dspy  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
     lm = dspy.LM("openai/fake", api_base=url, api_key="no-key", cache=False, max_tokens=64)
     dspy.configure(lm=lm)
@@ -193,15 +196,20 @@ def child_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds, stdout) of one child process."""
-    cpu = child_cpu()
-    started = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"{cmd[:4]} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return wall, child_cpu() - cpu, done.stdout
+class Timed:
+    """One child process: its wall time, CPU time, output and when (time.time()) it ran."""
+
+    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
+        cpu = child_cpu()
+        self.spawned = time.time()
+        started = time.perf_counter()
+        done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+        self.wall = time.perf_counter() - started
+        self.exited = time.time()
+        if done.returncode != 0:
+            raise RuntimeError(f"{cmd[:4]} failed ({done.returncode}): {done.stderr[-2000:]}")
+        self.cpu = child_cpu() - cpu
+        self.out = done.stdout
 
 
 def compare(server: Server, args: argparse.Namespace, work: Path, env: dict[str, str]) -> None:
@@ -212,20 +220,24 @@ def compare(server: Server, args: argparse.Namespace, work: Path, env: dict[str,
     peers = [p for p in peers if installed(p)]
     print(
         f"{'peer':8} {'conc':>4} {'ideal s':>8} {'eval s':>7} {'eval/ideal':>10} "
-        f"{'process s':>9} {'process/ideal':>13} {'over ideal s':>12} {'calls':>6} {'score':>5}"
+        f"{'process s':>9} {'process/ideal':>13} {'over ideal s':>12} {'start s':>7} "
+        f"{'end s':>6} {'calls':>6} {'score':>5}"
     )
     for c in args.concurrency:
         ideal = math.ceil(args.tasks / c) * args.latency
         for peer in peers:
             server.reset()
-            wall, _, out = timed(peer_cmd(peer, server.url, c, work), work, env)
+            run = Timed(peer_cmd(peer, server.url, c, work), work, env)
+            out = run.out
             score = json.loads(out)["score"] if peer == "moscopt" else float(out.split()[-1])
             s = server.stats()
             span = s["last_done"] - s["first_arrival"]
+            start = s["first_arrival"] - run.spawned  # spawn to the first request
+            end = run.exited - s["last_done"]  # the last answer to the exit
             print(
                 f"{peer:8} {c:4d} {ideal:8.2f} {span:7.2f} {span / ideal:10.2f} "
-                f"{wall:9.2f} {wall / ideal:13.2f} {wall - ideal:12.2f} {s['requests']:6d} "
-                f"{score:5.2f}"
+                f"{run.wall:9.2f} {run.wall / ideal:13.2f} {run.wall - ideal:12.2f} "
+                f"{start:7.2f} {end:6.2f} {s['requests']:6d} {score:5.2f}"
             )
 
 
@@ -238,8 +250,8 @@ def cpu_per_call(server: Server, args: argparse.Namespace, env: dict[str, str]) 
                 work = Path(d)
                 write_work(work, n)
                 server.reset()
-                wall, cpu, _ = timed(moscopt_cmd(server.url, 64, work, mode), work, env)
-                figures.append((cpu, int(server.stats()["requests"]), wall))
+                run = Timed(moscopt_cmd(server.url, 64, work, mode), work, env)
+                figures.append((run.cpu, int(server.stats()["requests"]), run.wall))
         (cpu0, calls0, _), (cpu1, calls1, wall1) = figures
         per_call = (cpu1 - cpu0) / (calls1 - calls0)
         per_task = (cpu1 - cpu0) / (args.cpu_tasks - 16)

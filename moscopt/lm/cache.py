@@ -8,7 +8,9 @@ index) and not of the endpoint's address, so a rerun into a new run directory, a
 a local server restarted on another port all find the answers they got before.
 
 A run keeps a record of the entries it used (`RECORD_FILE` in its `cache/` folder: one key per
-line, appended as it goes), so what a run depended on can be listed, copied or kept.
+line, appended as it goes), so what a run depended on can be listed, copied or kept. A run
+written before the shared cache still has its own answers in that folder: `legacy` reads them
+(see `moscopt.lm.legacy`), so such a run resumes without asking again.
 
 Values are JSON (never pickle) holding only the answer: text, token counts, finish reason, the
 model. Requests, keys and headers are not stored. Entries never expire: a resumed or repeated
@@ -27,6 +29,7 @@ from typing import Any
 
 from moscopt.config import CONFIG_FILE, LLMConfig
 from moscopt.lm.base import Completion, Usage
+from moscopt.lm.legacy import LegacyRunCache
 from moscopt.lm.wire import clean_text, dumps, loads
 
 log = logging.getLogger("moscopt.lm")
@@ -84,6 +87,9 @@ class ResponseCache:
         self._used: set[str] | None = None
         self._pending: list[str] = []
         self._warned = False
+        self.legacy: LegacyRunCache | None = None
+        if record is not None and LegacyRunCache.found_in(record.parent):
+            self.legacy = LegacyRunCache(record.parent)
 
     # -- storage ---------------------------------------------------------------------------------
 
@@ -127,6 +133,16 @@ class ResponseCache:
             if found is not None:
                 self._note(key)
             return found
+
+    def migrate(self, key: str, old_key: str) -> Completion | None:
+        """The answer the run's old cache holds under `old_key`, copied here under `key`."""
+        if self.legacy is None:
+            return None
+        with self._lock:
+            found = _decode(self.legacy.get(old_key))
+        if found is not None:
+            self.put(key, found)
+        return found
 
     def put(self, key: str, completion: Completion) -> None:
         entry: dict[str, Any] = {
@@ -197,6 +213,8 @@ class ResponseCache:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+            if self.legacy is not None:
+                self.legacy.close()
 
 
 def read_record(path: Path) -> list[str]:

@@ -22,6 +22,7 @@ from moscopt.lm.base import Completion, LMRequest, Message, Usage, check_message
 from moscopt.lm.budget import Budget, LMStats, Reservation
 from moscopt.lm.cache import ResponseCache
 from moscopt.lm.errors import LMError, LMOutputError
+from moscopt.lm.legacy import legacy_key
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.pricing import Pricing
 from moscopt.lm.retry import Fault, RetryPolicy, final_error
@@ -208,6 +209,8 @@ class LiteLLMClient:
         if self.cache is None:
             return None
         found = self.cache.get(request.key())
+        if found is None and self.cache.legacy is not None:  # a run from before the shared cache
+            found = self.cache.migrate(request.key(), legacy_key(request, self.api_base))
         if found is None:
             return None
         completion = Completion(

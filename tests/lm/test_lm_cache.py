@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from moscopt.config import LLMConfig
+from moscopt.lm import LiteLLMClient
 from moscopt.lm.base import Completion, Usage
 from moscopt.lm.cache import (
     DB_FILE,
@@ -15,6 +18,8 @@ from moscopt.lm.cache import (
     read_record,
     shared_cache_dir,
 )
+from moscopt.lm.legacy import legacy_key
+from moscopt.testing import FakeServer
 
 KEY = "a" * 64
 
@@ -147,3 +152,43 @@ def test_shared_cache_dir_is_the_projects(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("MOSCOPT_CACHE_DIR", str(tmp_path / "env"))
     assert shared_cache_dir(llm) == tmp_path / "env"
     assert shared_cache_dir(LLMConfig(cache_dir=str(tmp_path / "abs"))) == tmp_path / "abs"
+
+
+def legacy_run_cache(folder: Path, key: str, entry: dict[str, object]) -> None:
+    """A run's cache/ as the release before the shared cache wrote it (diskcache's layout)."""
+    folder.mkdir(parents=True)
+    db = sqlite3.connect(folder / "cache.db")
+    db.execute(
+        "CREATE TABLE Cache (rowid INTEGER PRIMARY KEY, key BLOB, raw INTEGER, store_time REAL,"
+        " expire_time REAL, access_time REAL, access_count INTEGER DEFAULT 0, tag BLOB,"
+        " size INTEGER DEFAULT 0, mode INTEGER DEFAULT 0, filename TEXT, value BLOB)"
+    )
+    value = json.dumps(entry, sort_keys=True, ensure_ascii=False)
+    db.execute(
+        "INSERT INTO Cache (key, raw, store_time, mode, value) VALUES (?, 1, 0, 3, ?)", (key, value)
+    )
+    db.commit()
+    db.close()
+
+
+def test_a_run_from_before_the_shared_cache_resumes_from_its_own_answers(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        lm = LiteLLMClient(
+            "openai/fake-model", llm=LLMConfig(), seed=1, api_base=server.url, cache=None
+        )
+        messages: Any = [{"role": "user", "content": "asked before the upgrade"}]
+        old_key = legacy_key(lm.request(messages), server.url)
+        entry = {"text": "old answer", "model": "openai/fake-model", "prompt_tokens": 4,
+                 "completion_tokens": 2, "finish_reason": "stop"}  # fmt: skip
+        legacy_run_cache(tmp_path / "run" / "cache", old_key, entry)
+        record = tmp_path / "run" / "cache" / "used-keys.txt"
+        lm.cache = ResponseCache(tmp_path / "shared", record=record)
+        done = lm.complete(messages)
+        assert done.cache_hit and done.text == "old answer" and server.count() == 0
+        lm.close()
+        # copied into the shared cache under its current key
+        shared = ResponseCache(tmp_path / "shared")
+        found = shared.get(lm.request(messages).key())
+        assert found is not None and found.text == "old answer"
+        assert read_record(record) == [lm.request(messages).key()]
+        shared.close()

@@ -107,5 +107,5 @@ def test_deployment_config_is_checked() -> None:
                 llm=LLMConfig(deployments=[DeploymentConfig(model="openai/x", api_base="nope")]),
             )
         )
-    labelled = DeploymentConfig(model="openai/x", api_base="http://u:secret@h:8000/v1")
+    labelled = DeploymentConfig(model="openai/x", api_base="http://H:8000/v1/?token=t")
     assert deployment_label(labelled) == "openai/x@http://h:8000/v1"
