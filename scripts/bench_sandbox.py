@@ -3,8 +3,10 @@
 Usage: python scripts/bench_sandbox.py [--runs N] [--threads T]
 
 Prints the median and 90th percentile wall time of a trivial ``print(1)`` run, of a bare
-interpreter start (``python -I -c pass``) for comparison, and the throughput of many runs from
-a thread pool. Numbers only; nothing is asserted.
+interpreter start (``python -I -c pass``) for comparison, of a graded run (a solution and its
+tests, judged in two processes), of the fallback without bubblewrap (Landlock, seccomp and
+namespaces), and the throughput of many runs from a thread pool. Numbers only; nothing is
+asserted.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from moscopt.tools import _isolation
-from moscopt.tools.sandbox import run_python
+from moscopt.tools import _isolation, sandbox
+from moscopt.tools.sandbox import TestSpec, run_python
 
 
 def _timed(fn: object, runs: int) -> list[float]:
@@ -44,12 +46,24 @@ def main() -> None:
     args = parser.parse_args()
 
     prefix = _isolation.namespace_prefix()  # probe once, outside the timings
-    print(f"namespaces: {'yes' if prefix else 'no'}   root: {_isolation.is_root()}")
+    mode = sandbox.isolation_available()
+    namespaces = "yes" if prefix else "no"
+    print(f"isolation: {mode}   namespaces: {namespaces}   root: {_isolation.is_root()}")
     bare = [sys.executable, "-I", "-c", "pass"]
     _summary("bare interpreter start", _timed(lambda: subprocess.run(bare, check=True), args.runs))
     _summary("run_python('print(1)')", _timed(lambda: run_python("print(1)"), args.runs))
     tests = "import math, re, collections, itertools, heapq, hashlib\nassert math.gcd(4, 6) == 2"
     _summary("run_python(stdlib imports + assert)", _timed(lambda: run_python(tests), args.runs))
+    solution = "def add(a, b):\n    return a + b\n"
+    spec = TestSpec(tests="assert add(1, 2) == 3\nassert add(-1, 1) == 0\n")
+    graded = _timed(lambda: run_python(solution, tests=spec), args.runs)
+    _summary("run_python(solution, tests=...) graded", graded)
+    default_layers = sandbox._LAYERS
+    sandbox._LAYERS = sandbox.Layers(bwrap=False)
+    _summary(
+        "run_python('print(1)') without bwrap", _timed(lambda: run_python("print(1)"), args.runs)
+    )
+    sandbox._LAYERS = default_layers
 
     total = args.runs * 4
     start = time.perf_counter()

@@ -1,6 +1,83 @@
 """Run model-written Python in a sandboxed child process: `run_python` returns an `ExecResult`.
 
-(The table of what holds on which machine is filled in from the attack suite's results.)
+Every run gets a new interpreter (``python -I -X utf8``), a fresh temporary work dir (also its
+HOME and TMPDIR) that is removed afterwards whatever the code did to it, and an environment built
+from an allow-list (PATH, LANG, LANGUAGE, LC_*, TZ, TERM, PYTHONHASHSEED): API keys, tokens and
+proxies never reach it. The code runs as ``__main__`` from ``main.py``; stdin comes from a file.
+
+The boundary is the kernel, never Python. Layers, strongest first (`isolation_available`):
+
+- **bubblewrap** (`moscopt.tools._bwrap`, when ``bwrap`` is installed and works): a minimal
+  read-only root (``/usr``, the interpreter's prefixes, the run dir; no home, no project, no
+  ``/tmp``, no other run), new PID, network, IPC, UTS and cgroup namespaces, a new session, killed
+  with moscopt; as non-root a user namespace without capabilities or nested user namespaces;
+- **Landlock** (Linux 5.13+, `moscopt.tools._kernel`), inside bubblewrap too: reads only below the
+  interpreter, system library and work dir paths, writes only in the work dir, no execve; TCP
+  refused (ABI 4+); signals and abstract unix sockets out of the sandbox refused (ABI 6+);
+- **seccomp**: no fork/vfork/clone of processes (threads still work), no execve, signals only to
+  itself, no pidfd/ptrace/cross-process memory, no unix sockets (socketpair stays), internet and
+  netlink sockets only in a private network namespace, no io_uring, mount, namespace, BPF,
+  keyring or module calls, no TIOCSTI;
+- ``unshare`` network and PID namespaces when bubblewrap is not used and they work;
+- as root, a random unprivileged uid/gid per run (no groups, no capabilities), so file
+  permissions protect the rest of the machine and RLIMIT_NPROC counts this run only (in a user
+  namespace of its own, as non-root, RLIMIT_NPROC counts that namespace only, so it is set too);
+- rlimits (CPU ``cpu_seconds``, address space ``memory_mb``, `FILE_SIZE_LIMIT`,
+  `OPEN_FILES_LIMIT`, no core dumps, ``max_processes``), the wall clock (the whole process tree
+  is SIGKILLed and reaped before `run_python` returns), output read with bounded memory (killed
+  once a stream passes `output_kill_bytes`);
+- the audit hook (`moscopt.tools._hook`): defence in depth and clear error messages
+  (``killed_reason="blocked: <what>"``); pure Python can get past it, and nothing relies on it.
+
+Where nothing isolates reads (neither bubblewrap nor Landlock), the code does not run:
+``killed_reason`` is `UNSANDBOXED_REFUSED`, unless the caller passes ``allow_unsandboxed``
+(config key ``agent.allow_unsandboxed``); the result's ``isolation`` is then "unsandboxed".
+
+What holds where. Columns B and L are the attack suite's modes (``tests/tools/test_attacks*.py``:
+model code through the agent's tool, each kernel layer alone with the audit hook off, run as
+root and as nobody): B = bubblewrap alone; L = Landlock + seccomp alone (no bubblewrap, no
+namespaces). U = neither (only with ``allow_unsandboxed``) follows from the layers left; the
+suite does not run it, ``tests/tools/test_fallbacks.py`` covers its basics:
+
+=========================================  ===============  ===============  ===============
+attack                                      B                L                U
+=========================================  ===============  ===============  ===============
+read ~/.ssh/id_rsa, a project's .env        not in the root  Landlock reads   root: uid drop;
+(world-readable), list directories                                            else NOT HELD
+``os.path.isdir`` patch, ``_getframe``      as above         as above         NOT HELD
+rebinding of the hook's globals
+sqlite3 ``file:`` URI, ``ATTACH``           not in the root  Landlock reads   hook (URI) only
+model-written .so (ctypes, load_extension)  runs, confined   runs, confined   hook only
+write outside the work dir                  read-only root   Landlock writes  hook, uid drop
+parent's /proc/PID/environ, API key env     own /proc; env   Landlock; env    hook; env
+TCP, UDP, DNS                               net namespace    seccomp, Landl.  seccomp
+unix path socket (ssh-agent, D-Bus)         not in the root  seccomp          seccomp
+pidfd_send_signal / kill of the parent,     PID namespace    seccomp, Landl.  seccomp
+kill(-1), of a bystander                                     scoped signals
+fork bomb                                   PID ns + NPROC   seccomp          seccomp
+setsid daemon outliving the call            PID namespace    seccomp          seccomp
+memory flood, output flood                  rlimit, reader   rlimit, reader   rlimit, reader
+another concurrent run's work dir           not in the root  Landlock reads   root: uid drop
+=========================================  ===============  ===============  ===============
+
+On this machine (Linux 6.18, Landlock ABI 7, bubblewrap 0.8.0, user namespaces enabled) every
+row holds in B and L, as root and as nobody, and the default (B with Landlock, seccomp and the
+hook inside) contains all of them. Not prevented anywhere: reading world-readable system files
+under ``/usr``; using CPU, memory and disk below the limits; native code from a model-written
+shared library runs (inside the same confinement). Without seccomp (a kernel without it) L loses
+its rows marked seccomp for non-root users. As root, the system temp dir must be traversable
+by other users (it is, normally: /tmp is 1777).
+
+Grading (``tests=`` a `TestSpec`): the tests run in a judge process of their own and
+``tests_passed`` is True only when the judge sent the run's secret token, which the solution's
+process never sees (`moscopt.tools._testrunner`); an exit code proves nothing.
+
+Thread safety: `run_python` may be called from many threads at once. It uses no ``preexec_fn``:
+the new session, closing of inherited descriptors and the passed pipes are set up by
+`subprocess` in C between fork and exec, and everything else (limits, Landlock, seccomp,
+privilege drop, audit hook) is done by the bootstrap inside the new interpreter
+(`moscopt.tools._bootstrap`), before the user's code. No state is shared between calls except
+the memoized probes of what the host offers.
 """
 
 from __future__ import annotations
