@@ -12,7 +12,9 @@ from moscopt.cli.app import app
 
 
 @app.command("eval")
+@o.shared(*(n for n in o.MODEL_OPTIONS if n != "optimizer_model"), "json_out")
 def eval_cmd(
+    opts: o.Shared,
     benchmark: str | None = typer.Option(
         None, "--benchmark", "-b", help="Benchmark name or spec file."
     ),
@@ -37,18 +39,6 @@ def eval_cmd(
         "1", "--repeats", help="Repeat N times, or 'auto' (3..50 until the CI is narrow)."
     ),
     out: Path | None = typer.Option(None, "--out", help="Per-task results (JSONL)."),
-    model: str | None = o.MODEL,
-    api_base: str | None = o.API_BASE,
-    config: Path | None = o.CONFIG,
-    seed: int | None = o.SEED,
-    concurrency: int | None = o.CONCURRENCY,
-    max_calls: int | None = o.MAX_CALLS,
-    max_cost: float | None = o.MAX_COST,
-    data: Path | None = o.DATA,
-    limit: int | None = o.LIMIT,
-    max_tokens: int | None = o.MAX_TOKENS,
-    no_cache: bool = o.NO_CACHE,
-    json_out: bool = o.JSON,
 ) -> None:
     """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
     import json
@@ -58,22 +48,11 @@ def eval_cmd(
     from moscopt.project import open_project
     from moscopt.rundir import RunDir
 
-    flags = o.overrides(
-        model=model,
-        api_base=api_base,
-        seed=seed,
-        concurrency=concurrency,
-        max_calls=max_calls,
-        max_cost=max_cost,
-        data=data,
-        limit=limit,
-        max_tokens=max_tokens,
-        no_cache=no_cache,
-    )
+    flags, json_out = opts.overrides(), opts.json_out
     if run is not None:
         cfg = load_config(RunDir.open(run).config_path, flags)
     else:
-        cfg = open_project(config, flags).config
+        cfg = open_project(opts.config, flags).config
     if mode is None and export is not None:
         from moscopt.export import open_export
 

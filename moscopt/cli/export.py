@@ -11,7 +11,19 @@ from moscopt.cli.app import app
 
 
 @app.command("export")
+@o.shared(
+    "model",
+    "optimizer_model",
+    "api_base",
+    "data",
+    "max_calls",
+    "max_cost",
+    "no_cache",
+    "set",
+    "json_out",
+)
 def export_cmd(
+    opts: o.Shared,
     mode: str = typer.Option(..., "--mode", help="mixture, static or distilled."),
     run: Path = typer.Option(Path("."), "--run", help="The run directory (default: .)."),
     out: Path | None = typer.Option(
@@ -21,12 +33,6 @@ def export_cmd(
     top: int | None = typer.Option(
         None, "--top", help="distilled: how many top skills (by Q-score) to merge (default: K)."
     ),
-    api_base: str | None = o.API_BASE,
-    data: Path | None = o.DATA,
-    max_calls: int | None = o.MAX_CALLS,
-    max_cost: float | None = o.MAX_COST,
-    no_cache: bool = o.NO_CACHE,
-    json_out: bool = o.JSON,
 ) -> None:
     """Export a run for deployment: mixture (skills + gate), static (a routing table, no gate
     call) or distilled (one SKILL.md merging the top skills, validated)."""
@@ -34,12 +40,10 @@ def export_cmd(
 
     from moscopt.export import export_run
 
-    flags = o.overrides(
-        api_base=api_base, data=data, max_calls=max_calls, max_cost=max_cost, no_cache=no_cache
-    )
+    flags = opts.overrides()
     result = export_run(run_path=run, mode=mode, out=out, force=force, overrides=flags, top=top)
     m = result.manifest
-    if json_out:
+    if opts.json_out:
         data_out = {"out": str(result.out), "files": result.files, **m.model_dump(mode="json")}
         typer.echo(json.dumps(data_out, indent=2, sort_keys=True))
         return

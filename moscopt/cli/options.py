@@ -1,57 +1,161 @@
-"""Options shared by the commands that call models, and their mapping onto config keys."""
+"""Options shared by the commands that call models, declared once.
+
+A command asks for the shared options it takes by name with `@shared(...)`; it receives them as
+one typed `Shared` value (`opts`) and turns them into dotted config keys with `opts.overrides()`,
+which `Config` checks like a moscopt.yaml. `--set key=value` (repeatable) reaches any config key,
+in the manner of simonw/llm's `-o`: `--set optimizer.acceptance=strict`.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
+import yaml
 
-MODEL = typer.Option(None, "--model", help="litellm model string (default: local/smollm2).")
-OPTIMIZER_MODEL = typer.Option(
-    None, "--optimizer-model", help="Model that reflects and edits (default: --model)."
-)
-API_BASE = typer.Option(None, "--api-base", help="OpenAI-compatible endpoint URL.")
-CONFIG = typer.Option(None, "--config", help="Project config (default: nearest moscopt.yaml).")
-SEED = typer.Option(None, "--seed", help="Random seed.")
-CONCURRENCY = typer.Option(None, "--concurrency", help="LLM requests in flight.")
-MAX_CALLS = typer.Option(None, "--max-calls", help="Hard budget: LLM calls.")
-MAX_COST = typer.Option(None, "--max-cost", help="Hard budget: US dollars.")
-DATA = typer.Option(None, "--data", help="Local JSONL file or folder instead of the hub.")
-LIMIT = typer.Option(None, "--limit", help="Use only the first N tasks of each split.")
-MAX_TOKENS = typer.Option(None, "--max-tokens", help="Longest answer per LLM call, in tokens.")
-NO_CACHE = typer.Option(False, "--no-cache", help="Do not reuse cached LLM responses.")
-JSON = typer.Option(False, "--json", help="Machine-readable output.")
+from moscopt.errors import UserError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def overrides(
-    *,
-    model: str | None = None,
-    optimizer_model: str | None = None,
-    api_base: str | None = None,
-    seed: int | None = None,
-    concurrency: int | None = None,
-    max_calls: int | None = None,
-    max_cost: float | None = None,
-    data: Path | None = None,
-    limit: int | None = None,
-    max_tokens: int | None = None,
-    no_cache: bool = False,
-    **extra: Any,
-) -> dict[str, Any]:
-    """Flags as dotted config keys (None: not given)."""
-    out: dict[str, Any] = {
-        "model": model,
-        "optimizer_model": optimizer_model,
-        "api_base": api_base,
-        "seed": seed,
-        "llm.concurrency": concurrency,
-        "llm.max_calls": max_calls,
-        "llm.max_cost": max_cost,
-        "data.path": str(data) if data is not None else None,
-        "data.limit": limit,
-        "sampling.max_tokens": max_tokens,
-        "llm.cache": False if no_cache else None,
-    }
-    out.update(extra)
-    return {k: v for k, v in out.items() if v is not None}
+@dataclass(frozen=True)
+class Shared:
+    """The shared options of one invocation (None: not given)."""
+
+    model: str | None = None
+    optimizer_model: str | None = None
+    api_base: str | None = None
+    config: Path | None = None
+    seed: int | None = None
+    concurrency: int | None = None
+    max_calls: int | None = None
+    max_cost: float | None = None
+    data: Path | None = None
+    limit: int | None = None
+    max_tokens: int | None = None
+    no_cache: bool = False
+    set: list[str] = field(default_factory=list)
+    json_out: bool = False
+
+    def overrides(self, **extra: Any) -> dict[str, Any]:
+        """The options as dotted config keys; `extra` adds a command's own (None: not given)."""
+        out: dict[str, Any] = {
+            "model": self.model,
+            "optimizer_model": self.optimizer_model,
+            "api_base": self.api_base,
+            "seed": self.seed,
+            "llm.concurrency": self.concurrency,
+            "llm.max_calls": self.max_calls,
+            "llm.max_cost": self.max_cost,
+            "data.path": str(self.data) if self.data is not None else None,
+            "data.limit": self.limit,
+            "sampling.max_tokens": self.max_tokens,
+            "llm.cache": False if self.no_cache else None,
+        }
+        out.update(extra)
+        out.update(parse_settings(self.set))
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def parse_settings(items: list[str]) -> dict[str, Any]:
+    """`key=value` pairs; each value is read as YAML (`3`, `true`, `[a, b]`, `null`)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        if not eq or not key.strip():
+            raise UserError(f"--set {item!r}: write it as key=value", field="set")
+        try:
+            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            raise UserError(f"--set {item!r}: the value is not valid YAML", field="set") from None
+    return out
+
+
+# name -> (type, typer option)
+OPTIONS: dict[str, tuple[Any, Any]] = {
+    "model": (
+        str | None,
+        typer.Option(None, "--model", help="litellm model string (default: local/smollm2)."),
+    ),
+    "optimizer_model": (
+        str | None,
+        typer.Option(
+            None, "--optimizer-model", help="Model that reflects and edits (default: --model)."
+        ),
+    ),
+    "api_base": (
+        str | None,
+        typer.Option(None, "--api-base", help="OpenAI-compatible endpoint URL."),
+    ),
+    "config": (
+        Path | None,
+        typer.Option(None, "--config", help="Project config (default: nearest moscopt.yaml)."),
+    ),
+    "seed": (int | None, typer.Option(None, "--seed", help="Random seed.")),
+    "concurrency": (
+        int | None,
+        typer.Option(None, "--concurrency", help="LLM requests in flight."),
+    ),
+    "max_calls": (int | None, typer.Option(None, "--max-calls", help="Hard budget: LLM calls.")),
+    "max_cost": (
+        float | None,
+        typer.Option(None, "--max-cost", help="Hard budget: US dollars."),
+    ),
+    "data": (
+        Path | None,
+        typer.Option(None, "--data", help="Local JSONL file or folder instead of the hub."),
+    ),
+    "limit": (
+        int | None,
+        typer.Option(None, "--limit", help="Use only the first N tasks of each split."),
+    ),
+    "max_tokens": (
+        int | None,
+        typer.Option(None, "--max-tokens", help="Longest answer per LLM call, in tokens."),
+    ),
+    "no_cache": (bool, typer.Option(False, "--no-cache", help="Do not reuse cached responses.")),
+    "set": (
+        list[str],
+        typer.Option(
+            [],
+            "--set",
+            metavar="KEY=VALUE",
+            help="Any config key, e.g. optimizer.acceptance=strict.",
+        ),
+    ),
+    "json_out": (bool, typer.Option(False, "--json", help="Machine-readable output.")),
+}
+MODEL_OPTIONS = tuple(n for n in OPTIONS if n != "json_out")
+
+
+def shared(*names: str) -> Callable[[F], F]:
+    """Add the shared options `names` to a command; it receives them as `opts: Shared`."""
+    unknown = set(names) - set(OPTIONS) - {f.name for f in fields(Shared)}
+    if unknown:
+        raise ValueError(f"unknown shared options: {sorted(unknown)}")
+
+    def wrap(fn: F) -> F:
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name != "opts"]
+        added = [
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=OPTIONS[n][1],
+                              annotation=OPTIONS[n][0])
+            for n in names
+        ]  # fmt: skip
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> Any:
+            given = {n: kwargs.pop(n) for n in names}
+            return fn(opts=Shared(**given), **kwargs)
+
+        command.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in own + added}
+        del command.__wrapped__  # typer must see this signature, not the function's
+        return command  # type: ignore[return-value]
+
+    return wrap

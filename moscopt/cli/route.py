@@ -11,29 +11,30 @@ from moscopt.cli.app import app
 
 
 @app.command("route")
+@o.shared("model", "api_base", "config", "no_cache", "set", "json_out")
 def route_cmd(
+    opts: o.Shared,
     task: str = typer.Argument(..., help="The task text."),
     run: Path | None = typer.Option(None, "--run", help="A run directory."),
     export: Path | None = typer.Option(None, "--export", help="An export folder."),
     mode: str | None = typer.Option(
         None, "--mode", help="mixture (one gate call) or static (the routing table)."
     ),
-    model: str | None = o.MODEL,
-    api_base: str | None = o.API_BASE,
-    config: Path | None = o.CONFIG,
-    no_cache: bool = o.NO_CACHE,
-    json_out: bool = o.JSON,
 ) -> None:
     """Show the skills the gate (mixture) or the routing table (static) activates for TASK."""
     import json
 
     from moscopt.export.route import route_task
 
-    flags = o.overrides(model=model, api_base=api_base, no_cache=no_cache)
     result = route_task(
-        task, run_path=run, export_path=export, mode=mode, overrides=flags, config_path=config
+        task,
+        run_path=run,
+        export_path=export,
+        mode=mode,
+        overrides=opts.overrides(),
+        config_path=opts.config,
     )
-    if json_out:
+    if opts.json_out:
         typer.echo(json.dumps(result, indent=2, sort_keys=True))
         return
     typer.echo(f"ACTIVATE: {', '.join(result['skills'])}")

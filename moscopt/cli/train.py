@@ -13,7 +13,9 @@ from moscopt.cli.app import app
 
 
 @app.command("train")
+@o.shared(*o.MODEL_OPTIONS, "json_out")
 def train_cmd(
+    opts: o.Shared,
     benchmark: str | None = typer.Option(
         None, "--benchmark", "-b", help="Benchmark name or spec file."
     ),
@@ -29,30 +31,42 @@ def train_cmd(
     steps_per_epoch: int | None = typer.Option(
         None, "--steps-per-epoch", help="Cap on skill-editing minibatches per epoch."
     ),
-    gate: str | None = typer.Option(
-        None, "--gate", help="llm (default), random or all (ablations)."
+    acceptance: str | None = typer.Option(
+        None, "--acceptance", help="paired (default: a sequential paired test) or strict."
     ),
-    gating: str | None = typer.Option(None, "--gating", help="task (default) or step."),
+    gate: str | None = typer.Option(
+        None, "--gate", help="Ablation of the LLM gate: random, or all (K = N)."
+    ),
+    gating: str | None = typer.Option(
+        None, "--gating", help="task (default), or step: the gate re-selects at every step."
+    ),
     no_evolution: bool = typer.Option(
         False, "--no-evolution", help="Ablation: no collective evolution."
     ),
     no_interleave: bool = typer.Option(
-        False, "--no-interleave", help="Ablation: simultaneous updates."
+        False,
+        "--no-interleave",
+        help="Ablation: a minibatch's skill (and gate) edits are validated together, "
+        "not in turn; same number of gate edits.",
     ),
-    no_rejection_buffer: bool = typer.Option(False, "--no-rejection-buffer", help="Ablation."),
-    model: str | None = o.MODEL,
-    optimizer_model: str | None = o.OPTIMIZER_MODEL,
-    api_base: str | None = o.API_BASE,
-    config: Path | None = o.CONFIG,
-    seed: int | None = o.SEED,
-    concurrency: int | None = o.CONCURRENCY,
-    max_calls: int | None = o.MAX_CALLS,
-    max_cost: float | None = o.MAX_COST,
-    data: Path | None = o.DATA,
-    limit: int | None = o.LIMIT,
-    max_tokens: int | None = o.MAX_TOKENS,
-    no_cache: bool = o.NO_CACHE,
-    json_out: bool = o.JSON,
+    no_rejection_buffer: bool = typer.Option(
+        False,
+        "--no-rejection-buffer",
+        help="Ablation: proposals are not shown rejected edits (memory still learns from them).",
+    ),
+    reflect_edit: bool = typer.Option(
+        False,
+        "--reflect-edit",
+        help="Ablation: EditAdam -> simple reflect-edit (no step/rejection buffer, no memory).",
+    ),
+    no_cobreeding: bool = typer.Option(
+        False, "--no-cobreeding", help="Ablation: evolution reproduces by mutation only."
+    ),
+    no_progressive_disclosure: bool = typer.Option(
+        False,
+        "--no-progressive-disclosure",
+        help="Ablation: every skill body in context; the gate still selects.",
+    ),
 ) -> None:
     """Optimize the skill pool and the gate on a benchmark with MOSCOPT."""
     import json
@@ -61,30 +75,24 @@ def train_cmd(
     from moscopt.lm.errors import LMFatalError
     from moscopt.project import open_project
 
-    flags = o.overrides(
-        model=model,
-        optimizer_model=optimizer_model,
-        api_base=api_base,
-        seed=seed,
-        concurrency=concurrency,
-        max_calls=max_calls,
-        max_cost=max_cost,
-        data=data,
-        limit=limit,
-        max_tokens=max_tokens,
-        no_cache=no_cache,
+    flags = opts.overrides(
         **{
             "pool.n": n,
             "pool.k": k,
             "training.epochs": epochs,
             "training.max_steps_per_epoch": steps_per_epoch,
+            "optimizer.acceptance": acceptance,
             "gating.policy": gate,
             "gating.granularity": gating,
             "evolution.enabled": False if no_evolution else None,
             "training.interleave": False if no_interleave else None,
             "optimizer.rejection_buffer": False if no_rejection_buffer else None,
+            "optimizer.method": "reflect_edit" if reflect_edit else None,
+            "evolution.cobreed": False if no_cobreeding else None,
+            "agent.progressive_disclosure": False if no_progressive_disclosure else None,
         },
     )
+    json_out, config = opts.json_out, opts.config
     display = _Display(quiet=json_out)
     try:
         if resume:

@@ -31,10 +31,7 @@ from moscopt.export.manifest import MANIFEST_FILE, MODES, Manifest, Provenance
 from moscopt.export.target import check_target, write_tree
 
 if TYPE_CHECKING:
-    from moscopt.benchmarks import Benchmark, Task
     from moscopt.config import Config
-    from moscopt.gating import Router
-    from moscopt.lm.base import LM
     from moscopt.rundir import RunDir
     from moscopt.skills import Pool
     from moscopt.state import RunState
@@ -123,8 +120,8 @@ def export_run(
 def _static(
     run: RunDir, config: Config, state: RunState, pool: Pool, k: int
 ) -> tuple[str, dict[str, Any]]:
+    from moscopt.assembly import resolve_benchmark
     from moscopt.export.static import derive_table, render_routing
-    from moscopt.runner import resolve_benchmark
 
     _, splits = resolve_benchmark(config, state.benchmark)
     tasks = {t.id: t for t in splits["all"]}
@@ -137,24 +134,25 @@ def _static(
 def _distilled(
     run: RunDir, config: Config, state: RunState, pool: Pool, k: int, top: int
 ) -> tuple[Any, dict[str, Any]]:
+    from moscopt.assembly import make_agent, open_lms, resolve_benchmark
+    from moscopt.evaluate import run_tasks
     from moscopt.export.distill import distill, top_skills
     from moscopt.gating import FixedSkills
-    from moscopt.lm import check_model
-    from moscopt.runner import build_lms, resolve_benchmark
     from moscopt.skills import Pool
 
     if top < 1:
         raise UserError("--top must be at least 1", field="top")
     bench, splits = resolve_benchmark(config, state.benchmark)
-    check_model(config.model, config.api_base, field="model")
-    check_model(config.effective_optimizer_model, config.api_base, field="optimizer_model")
-    agent_lm, optimizer_lm = build_lms(config, run)
     chosen = top_skills(pool, state.q, state.activations, min(top, len(pool)), config.credit.c_min)
-    skill, attempts = asyncio.run(distill(optimizer_lm, chosen, pool.gate, k, state.q))
     val = splits.val[: max(1, math.ceil(config.optimizer.p_val * len(splits.val)))]
-    single = Pool(skills=(skill,))
-    router = FixedSkills((skill.name,), "single")
-    score = asyncio.run(_score(agent_lm, bench, config, single, router, val))
+    with open_lms(config, run, roles=("agent", "optimizer")) as lms:
+        assert lms.optimizer is not None
+        skill, attempts = asyncio.run(distill(lms.optimizer, chosen, pool.gate, k, state.q))
+        single = Pool(skills=(skill,))
+        agent = make_agent(config, bench, single, FixedSkills((skill.name,), "single"), lms.agent)
+        # one pass over the validation split, sample 0, as training validates
+        rollouts = asyncio.run(run_tasks(agent, val, concurrency=config.llm.concurrency))
+    score = sum(r.reward for r in rollouts) / max(1, len(rollouts))
     return skill, {
         "skill": skill.name,
         "merged": [s.name for s in chosen],
@@ -163,25 +161,3 @@ def _distilled(
         "validation_tasks": len(val),
         "mixture_validation_score": state.cursor.best_val,
     }
-
-
-async def _score(
-    lm: LM, bench: Benchmark, config: Config, pool: Pool, router: Router, tasks: list[Task]
-) -> float:
-    """Mean reward of one pass over `tasks` (sample 0, as training validates)."""
-    from moscopt.agent import SkillAgent
-    from moscopt.evaluate import run_tasks
-
-    configured = config.agent.tools
-    tools = list(bench.tools if configured is None else configured)
-    agent = SkillAgent(
-        lm,
-        bench,
-        pool,
-        router,
-        tools=tools,
-        max_steps=config.agent.max_steps or (4 if tools else 1),
-        granularity=config.gating.granularity,
-    )
-    rollouts = await run_tasks(agent, tasks, concurrency=config.llm.concurrency)
-    return sum(r.reward for r in rollouts) / max(1, len(rollouts))

@@ -51,28 +51,27 @@ def route_task(
 def _route_mixture(
     text: str, run: Any, deployment: Any, overrides: dict[str, Any], config_path: Path | None
 ) -> dict[str, Any]:
+    from moscopt.assembly import gate_stats, make_router, open_lms
     from moscopt.config import load_config
-    from moscopt.lm import check_model
-    from moscopt.runner import build_lms, make_router
 
     stats = None
     if run is not None:
         config = load_config(run.config_path, overrides)
         state = run.load_state()
         pool = deployment.pool if deployment is not None else run.load_pool(state)
+        stats = gate_stats(config, state)
     else:
         from moscopt.project import open_project
 
         config = open_project(config_path, overrides).config
-        state, pool = None, deployment.pool
+        pool = deployment.pool
         stats = deployment.gate_stats(config.credit.c_min)
         config = config.model_copy(
             update={"pool": config.pool.model_copy(update={"k": deployment.manifest.k})}
         )
-    check_model(config.model, config.api_base, field="model")
-    lm, _ = build_lms(config, run)
-    router = make_router(config, pool, state, lm, stats=stats)
-    activation = asyncio.run(router.select(text))
+    with open_lms(config, run, roles=("agent",)) as lms:
+        router = make_router(config, pool, lms.agent, stats=stats)
+        activation = asyncio.run(router.select(text))
     usage = activation.usage
     return {
         "mode": "mixture",
