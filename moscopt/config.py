@@ -105,6 +105,56 @@ class EvolutionConfig(_Section):
     fresh_skills: int = Field(2, ge=0, le=10)
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     cobreed: bool = True  # False: the "no co-breeding" ablation (offspring only by mutation)
+    # collective: the paper's cycle (moscopt.evolve); lifecycle: fork/merge/prune/seed with a
+    # pool size in [niches.lifecycle.n_min, n_max] (moscopt.niches.lifecycle)
+    policy: Literal["collective", "lifecycle"] = "collective"
+
+
+class LifecycleConfig(_Section):
+    """The lifecycle evolution policy (`evolution.policy: lifecycle`)."""
+
+    n_min: int = Field(2, ge=1, description="the pool never shrinks below this")
+    n_max: int = Field(16, ge=1, description="the pool never grows above this")
+    fork_top: float = Field(0.1, gt=0.0, le=1.0, description="forks come from this top share by Q")
+    fork_lead: float = Field(0.2, ge=0.0, description="a fork's parent leads its niche by this")
+    merge_cosine: float = Field(0.95, ge=0.0, le=1.0, description="competence profiles this alike")
+    merge_min_tasks: int = Field(10, ge=1, description="rollouts each before a merge")
+    prune_ratio: float = Field(0.8, gt=0.0, le=1.0, description="below this x the pool's mean Q")
+    prune_window: int = Field(10, ge=1, description="for this many consecutive evaluations")
+    seed_below: float = Field(0.5, ge=0.0, le=1.0, description="a niche with no skill above this")
+
+    @model_validator(mode="after")
+    def _check_sizes(self) -> LifecycleConfig:
+        if self.n_min > self.n_max:
+            raise ValueError(f"n_min ({self.n_min}) must not exceed n_max ({self.n_max})")
+        return self
+
+
+class NichesConfig(_Section):
+    """Niches, competence and CODREAM transfer (moscopt.niches). Off by default."""
+
+    enabled: bool = False  # track each task's niche and each skill's competence there
+    transfer: bool = False  # CODREAM after failures (implies enabled)
+    # auto: the benchmark's niche field (or the offline family), else k-means over embeddings
+    source: Literal["auto", "kmeans"] = "auto"
+    k: int = Field(4, ge=1, description="clusters when tasks have no niche field")
+    embedding_model: str | None = None  # None: evolution.embedding_model; "hashing": no model
+    beta: float = Field(0.3, gt=0.0, le=1.0, description="EMA coefficient of competence")
+    min_count: int = Field(3, ge=1, description="rollouts on a niche before a skill counts there")
+    margin: float = Field(0.2, ge=0.0, le=1.0, description="recipients: below the best by this")
+    min_shared: int = Field(5, ge=1, description="shared tasks before a pair's synergy is trusted")
+    max_sessions: int = Field(2, ge=0, description="CODREAM sessions per minibatch")
+    max_insights: int = Field(2, ge=1, le=5, description="insights distilled per session")
+    exemplars: int = Field(2, ge=1, description="successful trajectories contrasted per session")
+    retrieve: int = Field(3, ge=0, description="archive lessons shown per session")
+    dedup: float = Field(0.9, gt=0.0, le=1.0, description="cosine above which insights merge")
+    archive_size: int = Field(200, ge=1)
+    pending_cap: int = Field(4, ge=1, description="insights waiting per recipient (FIFO)")
+    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
+
+    @property
+    def active(self) -> bool:
+        return self.enabled or self.transfer
 
 
 class TrainingConfig(_Section):
@@ -211,6 +261,7 @@ class Config(_Section):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     data: DataConfig = Field(default_factory=DataConfig)
+    niches: NichesConfig = Field(default_factory=NichesConfig)
 
     @property
     def effective_optimizer_model(self) -> str:

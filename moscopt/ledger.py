@@ -170,6 +170,55 @@ class Notice(_Where):
     message: str
 
 
+TransferOutcome = Literal["routed", "accepted", "rejected", "not_applied", "unusable", "dropped"]
+
+
+class TransferEvent(_Where):
+    """An insight routed by CODREAM from a skill strong on a niche to one weak on it
+    (`routed`), and later what the recipient's validated edit made of it."""
+
+    type: Literal["transfer"] = "transfer"
+    giver: str
+    recipient: str
+    niche: str
+    insight: str  # the insight's text
+    insight_id: str = ""
+    scope: str = "niche"  # niche | meta
+    outcome: TransferOutcome = "routed"
+    trigger: str = ""  # failure | disagreement
+    task_id: str = ""
+
+
+class Dreamed(_Where):
+    """One CODREAM session: the failure it reviewed and what it produced."""
+
+    type: Literal["codream"] = "codream"
+    niche: str
+    task_id: str
+    trigger: str
+    givers: list[str] = Field(default_factory=list)
+    recipients: list[str] = Field(default_factory=list)
+    insights: list[str] = Field(default_factory=list)  # archive ids, new or merged into
+    error: str | None = None
+
+
+class LifecycleEvent(_Where):
+    """One lifecycle operator (fork, merge, prune, seed), validated like an evolution cycle."""
+
+    type: Literal["lifecycle"] = "lifecycle"
+    op: str
+    skills: list[str] = Field(default_factory=list)  # the skills it acted on
+    created: str | None = None  # the skill it added (fork, merge, seed)
+    niche: str | None = None
+    reason: str = ""
+    before: float | None = None
+    after: float | None = None
+    accepted: bool = False
+    pool: str | None = None
+    checkpoint: str | None = None
+    decision: Decision | None = None
+
+
 Event = Annotated[
     TrainStart
     | Validation
@@ -179,7 +228,10 @@ Event = Annotated[
     | EvolutionEvent
     | GateRestored
     | EpochEnd
-    | Notice,
+    | Notice
+    | TransferEvent
+    | Dreamed
+    | LifecycleEvent,
     Field(discriminator="type"),
 ]
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

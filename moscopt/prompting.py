@@ -30,6 +30,13 @@ PROMPTS: dict[str, frozenset[str]] = {
     "crossover": frozenset({"first", "second", "pool"}),
     "fresh": frozenset({"seed", "pool"}),
     "distill": frozenset({"skills", "gate", "k"}),
+    # CODREAM (moscopt/niches/codream.py): one prompt per phase
+    "codream_diagnose": frozenset({"niche", "task", "skills", "response", "outcome"}),
+    "codream_contrast": frozenset({"niche", "diagnosis", "exemplars", "lessons"}),
+    "codream_imagine": frozenset({"task", "diagnosis", "contrast"}),
+    "codream_distill": frozenset(
+        {"niche", "diagnosis", "contrast", "strategies", "known", "max_insights"}
+    ),
 }
 
 

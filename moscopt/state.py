@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from moscopt.niches.records import NicheState
+
 Migration = tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]
 
 
@@ -120,6 +122,7 @@ class RunState(_Record):
     last_good_gate: dict[str, Any] | None = None  # gate restored after repeated parse failures
     gate_failure_rates: list[float] = Field(default_factory=list)
     epoch_accepted: dict[str, list[str]] = Field(default_factory=dict)  # summaries, per target
+    niches: NicheState | None = None  # niches, competence and transfer (None: niches off)
 
     def accepted_edits(self) -> int:
         return sum(o.accepted for o in self.optimizers.values())

@@ -53,6 +53,9 @@ class FieldMap(_Strict):
     instructions: str | None = None  # IFEval instruction ids
     instruction_kwargs: str | None = None  # IFEval per-instruction arguments
     meta: dict[str, str] = Field(default_factory=dict)  # meta key -> column (or `_config`)
+    # the meta key (of `meta`, or of a hub source's `values`) whose value is the task's niche
+    # (MATH's subject, BBH's task, ...): what `moscopt.niches` groups competence by
+    niche: str | None = None
 
 
 class LocalSource(_Strict):
@@ -145,6 +148,11 @@ class BenchmarkSpec(_Strict):
                 )
         for fm in self.field_maps():
             _check_roles(self.grader, fm)
+        for fm in self.field_maps():
+            if fm.niche is not None and fm.niche not in allowed - TEMPLATE_VARS:
+                raise ValueError(
+                    f"fields.niche {fm.niche!r} must be a key of fields.meta or of source values"
+                )
         return self
 
     def field_maps(self) -> list[FieldMap]:

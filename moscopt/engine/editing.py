@@ -23,6 +23,7 @@ from moscopt.engine.validation import Validator, decision
 from moscopt.evidence import hard_soft, routing_cases, scores_text, trajectory_groups
 from moscopt.gating import summary_table
 from moscopt.ledger import EditEvent, RolloutEvent
+from moscopt.niches.hook import decided, pending_evidence, with_evidence
 from moscopt.policies.edit_budget import EditBudget
 from moscopt.skills import GATE_NAME, Pool
 from moscopt.state import OptimizerState, ScorePoint
@@ -40,6 +41,7 @@ class Proposed:
     analysis: str | None
     candidate: Candidate | None
     error: str | None = None
+    insights: tuple[str, ...] = ()  # routed insights (moscopt.niches) shown to this proposal
 
     @property
     def changed(self) -> bool:
@@ -90,18 +92,26 @@ class Editor:
         else:
             groups = trajectory_groups(name, rollouts, ctx.tasks, ctx.config.optimizer.minibatch)
             analysis = await adam.reflect(target, groups, opt)
+        evidence, insights = pending_evidence(ctx, name)
+        analysis = with_evidence(analysis, evidence)
         try:
             proposal = await adam.propose(
                 target, opt, analysis=analysis, scores=scores_text(rollouts), max_edits=max_edits
             )
         except ProposalError as e:
-            return Proposed(name, adam, analysis, None, str(e)[:300])
-        return Proposed(name, adam, analysis, adam.apply(target, proposal, max_edits))
+            return Proposed(name, adam, analysis, None, str(e)[:300], insights)
+        return Proposed(
+            name, adam, analysis, adam.apply(target, proposal, max_edits), None, insights
+        )
 
     # -- update ----------------------------------------------------------------------------------
 
     async def decide(self, p: Proposed) -> None:
         """Validate and accept or reject one target's candidate against the current pool."""
+        await self._decide(p)
+        decided(self.ctx, p, p.candidate.skill if p.candidate else None)
+
+    async def _decide(self, p: Proposed) -> None:
         ctx, opt = self.ctx, self.opt(p.name)
         p.adam.keep_analysis(opt, p.analysis)
         before = ctx.cursor.best_val or 0.0
@@ -147,6 +157,11 @@ class Editor:
     async def decide_together(self, proposed: Sequence[Proposed]) -> None:
         """The "no interleaving" ablation: every usable candidate of the minibatch applied at
         once and validated together (one decision for all)."""
+        await self._decide_together(proposed)
+        for p in proposed:
+            decided(self.ctx, p, p.candidate.skill if p.candidate else None)
+
+    async def _decide_together(self, proposed: Sequence[Proposed]) -> None:
         ctx = self.ctx
         for p in proposed:
             self.adam(p.name).keep_analysis(self.opt(p.name), p.analysis)
