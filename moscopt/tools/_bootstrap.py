@@ -1,7 +1,8 @@
 """In-child bootstrap of the Python sandbox: confine this process, then run the user's code.
 
-Run by `moscopt.tools.sandbox.run_python` as ``python -I -X utf8 _bootstrap.py CONFIG`` (never
-imported by moscopt itself except by tests). It uses the standard library only, because with
+Run by `moscopt.tools.sandbox.run_python` as ``python -I -X utf8 -c STARTER CONFIG``, where
+`STARTER` imports this module from its directory (so that its bytecode cache is used) and calls
+`main`; moscopt itself imports it only in tests. It uses the standard library only, because with
 ``-I`` the moscopt package is not importable here (and must not be: the user's code must not
 see it); its sibling modules `_kernel`, `_hook` and `_testrunner` are loaded from this file's
 directory before anything is confined.
@@ -57,17 +58,20 @@ UNSANDBOXED_REASON = "unsandboxed: refused"
 _TRACEBACK_FRAMES = 1000
 _FD_PREFIX = "/proc/self/fd/"
 _SIBLINGS = ("_kernel", "_hook", "_wire", "_testrunner")
+STARTER = "import sys; sys.path.insert(0, {directory!r}); import _bootstrap; _bootstrap.main()"
+STARTER_FILENAME = "<string>"
 
 
 def _load_siblings() -> dict[str, ModuleType]:
-    """Import the sandbox's helper modules from this directory, then hide them from the code."""
+    """Import the sandbox's helper modules from this directory, then hide them (and this module)
+    from the code."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     try:
         modules = {name: __import__(name) for name in _SIBLINGS}
     finally:
-        del sys.path[0]
-        for name in _SIBLINGS:
+        sys.path[:] = [p for p in sys.path if p != here]
+        for name in (*_SIBLINGS, "_bootstrap"):
             sys.modules.pop(name, None)
     return modules
 
@@ -309,7 +313,7 @@ def main() -> None:
     os.set_inheritable(status_fd, False)
     mods = _load_siblings()
     kernel, hook_module, runner = mods["_kernel"], mods["_hook"], mods["_testrunner"]
-    hidden = [str(m.__file__) for m in (sys.modules[__name__], hook_module, runner, mods["_wire"])]
+    hidden = [__file__, STARTER_FILENAME, *(str(m.__file__) for m in mods.values())]
     with open(cfg["code_path"], encoding="utf-8") as handle:
         code = handle.read()
     workdir = cfg["workdir"] = os.path.realpath(cfg["workdir"])

@@ -10,7 +10,7 @@ read-only root made of:
 - the interpreter's prefixes (the venv, the base installation) and the import directories under
   system paths, each at its own path; not an editable install's source tree, and nothing else of
   the user's home or the project;
-- the bootstrap's own files;
+- the bootstrap's own directory (``moscopt/tools``);
 - the run's directory: ``main.py`` and ``stdin`` read-only, the work dir writable;
 - fresh ``/proc`` (of its own PID namespace) and ``/dev`` (null, zero, urandom, tty, ...).
 
@@ -42,11 +42,9 @@ _NAMESPACES = (
     "--unshare-cgroup-try",
 )
 _ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
-TOOLS_DIR = Path(__file__).resolve().parent
-BOOTSTRAP_FILES = tuple(
-    str(TOOLS_DIR / f"{name}.py")
-    for name in ("_bootstrap", "_kernel", "_hook", "_wire", "_testrunner")
-)
+# The bootstrap and its sibling modules, with their bytecode cache (compiling them at every
+# start would cost ~10 ms).
+TOOLS_DIR = str(Path(__file__).resolve().parent)
 
 
 def _parent_dirs(destinations: list[str], mounts: list[str]) -> list[str]:
@@ -70,7 +68,7 @@ def _parent_dirs(destinations: list[str], mounts: list[str]) -> list[str]:
 def _root_layout(run_base: str) -> list[str]:
     """bwrap arguments for the system part of the root (the same for every run)."""
     binds = [(os.path.realpath(p), p) for p in interpreter_paths() if not _under_usr(p)]
-    binds += [(p, p) for p in BOOTSTRAP_FILES]
+    binds.append((TOOLS_DIR, TOOLS_DIR))
     mounts = ["/usr", *(dest for _, dest in binds)]
     args = _parent_dirs([*mounts, os.path.join(run_base, "x")], mounts)
     args += ["--ro-bind", "/usr", "/usr"]

@@ -94,13 +94,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from moscopt.tools import _bwrap, _isolation
+# Imported here only so that their bytecode is cached: the sandboxed interpreter loads them
+# from their directory at every start (see _bootstrap._load_siblings).
+from moscopt.tools import _bootstrap, _bwrap, _hook, _isolation, _kernel, _testrunner, _wire  # noqa: F401
 from moscopt.tools._capture import StreamBuffer, Watched, kill_group, watch
 from moscopt.tools._workdir import RunDirs, run_dirs
 
 FILE_SIZE_LIMIT = 64 * 1024 * 1024
 OPEN_FILES_LIMIT = 256
-_BOOTSTRAP = Path(__file__).with_name("_bootstrap.py")
+_STARTER = _bootstrap.STARTER.format(directory=str(Path(__file__).resolve().parent))
 _SIGNAL_REASONS: dict[int, str] = {signal.SIGXCPU: "cpu-time", signal.SIGXFSZ: "file-size"}
 _CHILD_REFUSED = "unsandboxed: refused"  # the bootstrap's reason (see _bootstrap.py)
 UNSANDBOXED_REFUSED = (
@@ -263,7 +265,7 @@ def _launch(
     secret_fd = _secret_file(tests, token) if tests is not None else None
     passed = (status_write,) if secret_fd is None else (status_write, secret_fd)
     config = {**config, "status_fd": status_write, "tests_fd": secret_fd}
-    argv = [*prefix, sys.executable, "-I", "-X", "utf8", str(_BOOTSTRAP)]
+    argv = [*prefix, sys.executable, "-I", "-X", "utf8", "-c", _STARTER]
     try:
         with open(dirs.stdin, "rb") as stdin_file:
             proc = subprocess.Popen(
