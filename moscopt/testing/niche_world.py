@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moscopt.benchmarks.tasks import Splits, Task
+from moscopt.config import Config, load_config
 from moscopt.lm.base import LMRequest
 from moscopt.skills import Pool, Skill
 
@@ -61,8 +62,11 @@ def make_tasks(prefix: str, n_per_niche: int, start: int = 0) -> list[Task]:
                 f"[{prefix} {niche}{i}] Combine {a} and {b} the {niche} way.\n\n"
                 "End with FINAL ANSWER: <n>"
             )
-            out.append(Task(f"{prefix}-{niche}{i}", "offline", prompt, gold(niche, a, b),
-                            {"family": niche}))  # fmt: skip
+            out.append(
+                Task(
+                    f"{prefix}-{niche}{i}", "offline", prompt, gold(niche, a, b), {"family": niche}
+                )
+            )
     return out
 
 
@@ -79,6 +83,25 @@ def make_pool(gate: Skill) -> Pool:
         body = f"# {name.title()}\n\nSolve the task step by step.\n\n{RULES[niche]}\n"
         skills.append(Skill(name=name, description=f"The {name} skill.", body=body))
     return Pool(skills=tuple(skills), gate=gate)
+
+
+def world_config(*, transfer: bool, **overrides: Any) -> Config:
+    """K = 1 of N = 4, evolution and gate editing off, niches tracked; `transfer` on or off."""
+    base: dict[str, Any] = {
+        "pool.n": 4,
+        "pool.k": 1,
+        "training.epochs": 3,
+        "optimizer.minibatch": 4,
+        "evolution.enabled": False,
+        "evolution.embedding_model": "difflib",
+        "gating.edit_steps": 0,
+        "credit.c_min": 1,
+        "niches.enabled": True,
+        "niches.transfer": transfer,
+        "niches.embedding_model": "hashing",
+        "llm.concurrency": 4,
+    }
+    return load_config(None, {**base, **overrides})
 
 
 @dataclass
