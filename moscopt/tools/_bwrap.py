@@ -12,7 +12,8 @@ read-only root made of:
   the user's home or the project;
 - the bootstrap's own directory (``moscopt/tools``);
 - the run's directory: ``main.py`` and ``stdin`` read-only, the work dir writable;
-- fresh ``/proc`` (of its own PID namespace) and ``/dev`` (null, zero, urandom, tty, ...).
+- fresh ``/proc`` (of its own PID namespace) and a read-only ``/dev`` (null, zero, urandom,
+  tty, ...: writing to the devices works, creating files there does not).
 
 and runs in new PID, network, IPC, UTS and cgroup namespaces, in a new session, killed if
 moscopt dies. As root the child keeps only the capabilities the bootstrap needs to drop to its
@@ -122,7 +123,8 @@ def command(base: Path, work: Path) -> list[str]:
     run = ["--ro-bind", str(base), str(base), "--bind", str(work), str(work)]
     # --chdir base: as root the work dir already belongs to the sandbox uid, and without
     # CAP_DAC_OVERRIDE only that uid may enter it (the bootstrap does, once it has dropped).
-    return [*fixed, *run, "--chdir", str(base), "--remount-ro", "/", "--"]
+    read_only = ["--remount-ro", "/dev", "--remount-ro", "/"]  # /dev/null stays writable
+    return [*fixed, *run, "--chdir", str(base), *read_only, "--"]
 
 
 @functools.cache
