@@ -196,3 +196,16 @@ def test_loopback_tcp_is_unreachable(attack_mode: str) -> None:
         with pytest.raises(TimeoutError):
             server.accept()
     assert "connected" not in seen.replace("print('connected')", "")
+
+
+def test_shared_memory_and_tmp_are_not_writable(attack_mode: str) -> None:
+    name = f"moscopt-attack-{uuid.uuid4().hex}"
+    code = (
+        f"for d in ('/dev/shm', '/tmp', '/var/tmp', '/dev'):\n"
+        f"    try:\n        open(d + '/{name}', 'w').write('x')\n        print(d, 'written')\n"
+        "    except OSError as exc:\n        print(d, type(exc).__name__)\n"
+    )
+    seen = observe(code)
+    assert "written" not in seen, seen
+    for d in ("/dev/shm", "/tmp", "/var/tmp"):
+        assert not os.path.exists(f"{d}/{name}")
