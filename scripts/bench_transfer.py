@@ -92,6 +92,7 @@ async def one(mode: str, seed: int, epochs: int, server: FakeServer, root: Path)
     await trainer.train()
     ctx = trainer.ctx
     test = await run_tasks(ctx.agent(ctx.pool, ctx.live_stats()), splits.test, concurrency=8)
+    await agent_lm.aclose()
     agent_lm.close()
     by: dict[tuple[int, str], list[float]] = defaultdict(list)
     for e in run.events.of_type("rollout"):
