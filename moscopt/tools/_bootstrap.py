@@ -329,7 +329,8 @@ def main() -> None:
         os._exit(1)
     if grading is None or grading.is_judge:
         _report(status_fd, "protections", ",".join(protections) or "none")
-    sys.path.insert(0, workdir)
+    if grading is None or not grading.is_judge:
+        sys.path.insert(0, workdir)  # the judge never imports what the solution wrote
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     if cfg["layers"]["hook"]:
         sys.addaudithook(hook_module.make_audit_hook(workdir, cfg["deny_read_dirs"], allow_read))

@@ -160,7 +160,11 @@ class _Judge:
         entry_points.update(node.name for node in functions[-1:])
         own = set(names) - entry_points
         for export in exports:
+            if type(export) is not tuple or len(export) != 3:
+                raise ProtocolError("malformed export")
             name, kind, payload = export
+            if type(name) is not str or not name.isidentifier() or name.startswith("__"):
+                continue  # the solution's process may have been rewritten to send anything
             if name in own or (hasattr(builtins, name) and name not in entry_points):
                 continue  # the tests keep the prompt's helpers and the real builtins
             if kind == "callable":
@@ -205,10 +209,18 @@ def _is_stub(node: Any) -> bool:
 
 
 def _import(name: object) -> ModuleType:
+    """A module the solution's process names, imported afresh here, never one it wrote: the
+    work dir is not on the judge's path, and a module found there anyway is refused."""
     if type(name) is not str:
         raise ProtocolError("malformed module name")
     import importlib
+    import importlib.util
 
+    spec = importlib.util.find_spec(name)
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    here = os.path.realpath(os.getcwd()) + os.sep
+    if spec is None or (isinstance(origin, str) and os.path.realpath(origin).startswith(here)):
+        raise ProtocolError(f"module {name!r} is not the judge's to import")
     return importlib.import_module(name)
 
 
