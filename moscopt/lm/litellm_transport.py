@@ -19,7 +19,7 @@ import os
 import re
 from typing import Any
 
-from moscopt.lm.base import LMRequest
+from moscopt.lm.base import LMRequest, Message
 from moscopt.lm.litellm_env import alitellm, preload
 from moscopt.lm.redact import redact
 from moscopt.lm.retry import Fault, fault_for_status, parse_retry_after
@@ -28,6 +28,7 @@ from moscopt.lm.wire import (
     NotAnAnswer,
     RawAnswer,
     chat_body,
+    clean_text,
     marks_prompt_cache,
     raw_answer,
     with_cache_marks,
@@ -55,10 +56,14 @@ def litellm_fields(
     """The chat body as litellm keyword arguments, provider retries off; the system message
     is marked for prompt caching where the model takes marks (`cache_marks`: decided)."""
     fields = chat_body(request, model)
+    # fresh dicts (litellm may edit them), with no lone surrogate (its JSON encoder refuses them)
+    messages: list[Message] = [
+        {"role": m["role"], "content": clean_text(m["content"])} for m in request.messages
+    ]
     if marks_prompt_cache(model) if cache_marks is None else cache_marks:
-        fields["messages"] = with_cache_marks(list(request.messages))
+        fields["messages"] = with_cache_marks(messages)
     else:
-        fields["messages"] = [dict(m) for m in request.messages]  # litellm may edit them
+        fields["messages"] = messages
     fields["num_retries"] = 0  # the client retries, and counts
     fields["max_retries"] = 0  # nor may the provider SDK retry behind our back
     fields["drop_params"] = True

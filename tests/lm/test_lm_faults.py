@@ -157,3 +157,13 @@ def test_an_empty_choice_list_is_a_request_error_and_garbage_is_transient(
     server.script("garbage", "garbage")
     with pytest.raises(LMUnavailableError, match="not JSON"):
         lm.complete(user("g"))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_lone_surrogate_in_a_prompt_is_sent_as_u_fffd(
+    make_client: Any, server: FakeServer, transport: str
+) -> None:
+    lm = make_client(transport=transport, max_retries=0)
+    done = lm.complete(user("half \ud800 a pair"))
+    assert done.text == "echo: half \ufffd a pair"
+    assert server.log[0].body["messages"][0]["content"] == "half \ufffd a pair"
