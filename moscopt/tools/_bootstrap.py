@@ -321,6 +321,8 @@ def main() -> None:
     if os.getpid() == 1:
         _become_init_and_fork(status_fd, cfg["tests_fd"])
     grading = runner.start(cfg, kernel) if cfg["tests_fd"] is not None else None
+    if grading is not None and not grading.is_judge:
+        status_fd = -1  # closed in the solution's process: only the judge reports
     # The solution's process may not read or trace the judge.
     protections = confine(cfg, kernel, dumpable=not (grading is not None and grading.is_judge))
     os.chdir(workdir)
