@@ -180,3 +180,13 @@ def test_values_cross_as_plain_data_only() -> None:
 def test_the_whole_program_still_reads_in_order() -> None:
     program = build_program(HUMANEVAL.gold, CORRECT["humaneval"])
     assert program.index("def add_one") < program.index("return x + 1") < program.index("check(")
+
+
+def test_without_read_isolation_nothing_is_graded(monkeypatch: pytest.MonkeyPatch) -> None:
+    none = sandbox.Layers(bwrap=False, namespaces=False, landlock=False, uid_drop=False)
+    monkeypatch.setattr(sandbox, "_LAYERS", none)
+    grade = make_code_grader(10.0)(MBPP, _respond(CORRECT["mbpp"]))
+    assert grade.reward == 0.0
+    assert grade.detail == "not run: " + sandbox.UNSANDBOXED_REFUSED
+    allowed = make_code_grader(10.0, allow_unsandboxed=True)(MBPP, _respond(CORRECT["mbpp"]))
+    assert allowed.reward == 1.0
