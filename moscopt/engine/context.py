@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from moscopt.agent import SkillAgent
+from moscopt.assembly import make_router
 from moscopt.config import Config
-from moscopt.gating import FixedSkills, GateStats, LLMGate, RandomGate, Router, constrained_gate
+from moscopt.gating import GateStats, Router
 from moscopt.harness import Rollout
 from moscopt.ledger import BaseEvent, CallSink, RolloutEvent
 from moscopt.lm.base import LM
@@ -93,15 +94,7 @@ class Context:
     # -- routing and agents ----------------------------------------------------------------------
 
     def router(self, pool: Pool, stats: GateStats) -> Router:
-        if self.single:
-            return FixedSkills(pool.names[:1], "single")
-        policy = self.config.gating.policy
-        if policy == "all" or self.config.pool.k >= len(pool):  # K = N: nothing to select
-            return FixedSkills(pool.names, "all")
-        if policy == "random" or pool.gate is None:
-            return RandomGate(pool, self.config.pool.k, self.config.seed)
-        constrained = constrained_gate(self.agent_lm.model, self.config.gating.output)
-        return LLMGate(self.agent_lm, pool, self.config.pool.k, stats, constrained=constrained)
+        return make_router(self.config, pool, self.agent_lm, stats=stats)
 
     def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:
         return SkillAgent.from_config(
