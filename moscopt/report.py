@@ -12,7 +12,6 @@ the page is written without the plot and says so.
 
 from __future__ import annotations
 
-import html
 import io
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,11 +21,10 @@ from typing import Any
 
 from moscopt.fsio import atomic_write_bytes, atomic_write_text, iter_jsonl
 from moscopt.history import CORE_KINDS, EditEntry, EvolutionEntry, History
-from moscopt.ledger import LLMCall
+from moscopt.ledger import Decision, LLMCall
+from moscopt.report_render import Block, render_html, render_markdown
 from moscopt.rundir import RunDir
 from moscopt.stats import mean_ci, repeats_half_width
-
-Block = tuple[Any, ...]  # ("h1"|"h2"|"p", text) | ("table", headers, rows) | ("img", alt, src)
 
 
 @dataclass
@@ -193,7 +191,7 @@ def draw_curve(curve: Curve) -> bytes | None:
         xs, ys = zip(*curve.accepted, strict=True)
         top.scatter(xs, ys, marker="o", color="tab:green", label="accepted edit", zorder=4)
     for i, step in enumerate(curve.evolutions):
-        label = "evolution kept" if i == 0 else None
+        label = "evolution accepted" if i == 0 else None
         top.axvline(step, color="tab:red", linestyle=":", alpha=0.6, label=label)
     top.set_ylabel("validation score")
     top.set_ylim(-0.05, 1.05)
@@ -265,7 +263,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
                 ],
                 [
                     "evolution cycles",
-                    f"{sum(e.accepted for e in evolutions)} kept of {len(evolutions)}",
+                    f"{sum(e.accepted for e in evolutions)} accepted of {len(evolutions)}",
                 ],
                 ["LLM calls", f"{t.calls} (cache hits {t.cache_hits})"],
                 ["tokens", f"{t.prompt_tokens} prompt + {t.completion_tokens} completion"],
@@ -374,11 +372,20 @@ def _edits_table(edits: list[EditEntry]) -> Block:
             e.target,
             e.status,
             f"{_f(e.before)} -> {_f(e.after)}" if e.before is not None else "-",
+            _evidence(e.decision),
             e.summary,
         ]
         for e in edits
     ]
-    return ("table", ["step", "epoch", "phase", "target", "status", "score", "summary"], rows)
+    head = ["step", "epoch", "phase", "target", "status", "score", "evidence", "summary"]
+    return ("table", head, rows)
+
+
+def _evidence(d: Decision | None) -> str:
+    """A decision's evidence: samples, paired mean difference and its interval."""
+    if d is None:
+        return "-"
+    return f"{d.samples} sample(s), {d.mean_diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
 
 
 def _evolution_table(evolutions: list[EvolutionEntry]) -> Block:
@@ -386,75 +393,13 @@ def _evolution_table(evolutions: list[EvolutionEntry]) -> Block:
         [
             str(e.step),
             str(e.epoch),
-            ("kept" if e.accepted else "rejected") if e.before is not None else "no change",
+            ("accepted" if e.accepted else "rejected") if e.before is not None else "no change",
             f"{_f(e.before)} -> {_f(e.after)}" if e.before is not None else "-",
             ", ".join(e.eliminated) or "-",
             ", ".join(e.added) or "-",
+            _evidence(e.decision),
         ]
         for e in evolutions
     ]
-    return ("table", ["step", "epoch", "verdict", "score", "eliminated", "added"], rows)
-
-
-# -- renderers -----------------------------------------------------------------------------------
-
-
-def _md_cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def render_markdown(blocks: list[Block]) -> str:
-    out: list[str] = []
-    for block in blocks:
-        kind = block[0]
-        if kind == "h1":
-            out.append(f"# {block[1]}")
-        elif kind == "h2":
-            out.append(f"## {block[1]}")
-        elif kind == "p":
-            out.append(str(block[1]))
-        elif kind == "img":
-            out.append(f"![{block[1]}]({block[2]})")
-        elif kind == "table":
-            headers, rows = block[1], block[2]
-            lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
-            out.append("\n".join(lines))
-    return "\n\n".join(out) + "\n"
-
-
-_CSS = (
-    "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
-    "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;"
-    "text-align:left;vertical-align:top}img{max-width:100%}code{background:#f4f4f4}"
-)
-
-
-def _inline(text: str) -> str:
-    """Escape, then turn `code` spans into <code> (the only inline markup the page uses)."""
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
-
-
-def render_html(blocks: list[Block], title: str) -> str:
-    body: list[str] = []
-    for block in blocks:
-        kind = block[0]
-        if kind in ("h1", "h2"):
-            body.append(f"<{kind}>{html.escape(str(block[1]))}</{kind}>")
-        elif kind == "p":
-            body.append(f"<p>{_inline(str(block[1]))}</p>")
-        elif kind == "img":
-            body.append(f'<img alt="{html.escape(block[1])}" src="{html.escape(block[2])}">')
-        elif kind == "table":
-            head = "".join(f"<th>{html.escape(h)}</th>" for h in block[1])
-            rows = "".join(
-                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
-                for row in block[2]
-            )
-            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>moscopt report: {html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
-        "<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
-    )
+    head = ["step", "epoch", "verdict", "score", "eliminated", "added", "evidence"]
+    return ("table", head, rows)

@@ -35,6 +35,29 @@ def _edit_counts(history: History) -> dict[str, Any]:
     return {"by_status": by_status, "by_target": by_target}
 
 
+def _decisions(history: History) -> dict[str, Any]:
+    """The acceptance decisions of the run (edits, evolution, gate restorations): how many were
+    accepted, the samples they used, and the mean paired difference of the accepted ones."""
+    pairs = [(e, e.decision) for e in history.entries if e.decision is not None]
+    decisions = [d for _, d in pairs]
+    accepted = [d for e, d in pairs if _accepted(e)]
+    return {
+        "decisions": len(decisions),
+        "policies": sorted({d.policy for d in decisions}),
+        "mean_samples": sum(d.samples for d in decisions) / len(decisions) if decisions else None,
+        "accepted": len(accepted),
+        "mean_diff_accepted": (
+            sum(d.mean_diff for d in accepted) / len(accepted) if accepted else None
+        ),
+    }
+
+
+def _accepted(entry: Any) -> bool:
+    """An edit's status, or an evolution cycle's / gate restoration's verdict."""
+    status = getattr(entry, "status", None)
+    return status == "accepted" if status is not None else bool(entry.accepted)
+
+
 def _best_per_epoch(history: History) -> list[dict[str, Any]]:
     epochs: dict[int, list[float]] = {}
     for p in history.state.val_history:
@@ -80,7 +103,11 @@ def run_summary(run: RunDir) -> dict[str, Any]:
             **_edit_counts(history),
         },
         "evolution": evolution,
-        "gate_restorations": [{"step": e.step, "epoch": e.epoch} for e in history.restorations],
+        "gate_restorations": [
+            {"step": e.step, "epoch": e.epoch, "accepted": e.accepted, "source": e.source}
+            for e in history.restorations
+        ],
+        "acceptance": _decisions(history),
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),
         "totals": state.totals.model_dump(),

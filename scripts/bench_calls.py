@@ -19,13 +19,13 @@ from typing import Any
 
 from moscopt.benchmarks import Splits, get_benchmark
 from moscopt.config import load_config
+from moscopt.engine import Trainer, initial_state
 from moscopt.lm.base import LMRequest
 from moscopt.resources import seed_skills_dir
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import tasks
-from moscopt.engine import Trainer, initial_state
 
 
 def respond(request: LMRequest) -> str:

@@ -95,8 +95,8 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
 def test_k_is_checked_against_the_loaded_pool_not_pool_n() -> None:
     """Regression: a folder of 3 skills with the default K = 3 ran with no gate and no
     warning, because the check read `pool.n` (10)."""
-    from moscopt.errors import UserError
     from moscopt.assembly import pool_warnings
+    from moscopt.errors import UserError
 
     with pytest.raises(UserError, match="select nothing"):
         pool_warnings(3, Config())

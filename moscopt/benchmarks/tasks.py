@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,3 +84,6 @@ class Splits(Mapping[str, list[Task]]):
 
     def sizes(self) -> dict[str, int]:
         return {name: len(self[name]) for name in SPLIT_NAMES}
+
+
+GradeFn = Callable[[Task, str], Grade]  # a benchmark's grader: (task, the agent's reply) -> Grade

@@ -72,6 +72,7 @@ def render_entry(row: dict[str, Any]) -> str:
         ]
         if row["reasoning"]:
             lines.append(f"    reasoning: {' '.join(row['reasoning'].split())}")
+        lines.extend(_decision(row.get("decision")))
         return "\n".join(lines)
     if row["kind"] == "evolution":
         verdict = "accepted" if row["accepted"] else "rejected"
@@ -89,5 +90,19 @@ def render_entry(row: dict[str, Any]) -> str:
             lines.append(f"    added: {', '.join(row['added'])}")
         if row["similarity"] is not None:
             lines.append(f"    mean pairwise similarity: {row['similarity']:.3f}")
+        lines.extend(_decision(row.get("decision")))
         return "\n".join(lines)
-    return f"{where}  gate restored from its last good version (repeated parse failures)"
+    source = "the seed gate" if row.get("source") == "seed" else "its last good version"
+    verdict = "accepted" if row.get("accepted", True) else "rejected"
+    head = f"{where}  gate restoration from {source} (repeated parse failures)  {verdict}"
+    return "\n".join([head, *_decision(row.get("decision"))])
+
+
+def _decision(d: dict[str, Any] | None) -> list[str]:
+    """The evidence behind a verdict: samples, paired mean difference and its interval."""
+    if not d:
+        return []
+    return [
+        f"    decision ({d['policy']}): {d['samples']} sample(s), {d['n']} paired, "
+        f"difference {d['mean_diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]: {d['reason']}"
+    ]

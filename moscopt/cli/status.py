@@ -100,7 +100,7 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
         if e["before"] is None:
             verdict = "no change"
         else:
-            verdict = "kept" if e["accepted"] else "rejected"
+            verdict = "accepted" if e["accepted"] else "rejected"
             verdict += f" ({_fmt(e['before'])} -> {_fmt(e['after'])})"
         changes = []
         if e["eliminated"]:
@@ -113,8 +113,19 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             soft_wrap=True,
         )
     if d.get("gate_restorations"):
-        steps = ", ".join(str(r["step"]) for r in d["gate_restorations"])
-        console.print(f"gate restored at step {steps}")
+        steps = ", ".join(
+            f"{r['step']} ({'accepted' if r['accepted'] else 'rejected'})"
+            for r in d["gate_restorations"]
+        )
+        console.print(f"gate restoration at step {steps}")
+    a = d.get("acceptance") or {}
+    if a.get("decisions"):
+        diff = a["mean_diff_accepted"]
+        console.print(
+            f"acceptance ({', '.join(a['policies'])}): {a['accepted']} of {a['decisions']} "
+            f"decisions accepted, {a['mean_samples']:.2f} samples per decision"
+            + (f", mean paired gain of the accepted {diff:+.3f}" if diff is not None else "")
+        )
     console.print(
         f"calls {t['calls']} (cache hits {t['cache_hits']})   tokens "
         f"{t['prompt_tokens']}+{t['completion_tokens']}   cost ${t['cost']:.4f}"

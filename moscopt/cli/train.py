@@ -177,7 +177,7 @@ class _Display:
             verdict = "[green]accepted[/]" if e["verdict"] else "[red]rejected[/]"
             self._out().print(f"{head} edit {e['target']} {verdict} ({e['score']:.3f}) | {tail}")
         elif kind == "evolution":
-            verdict = "kept" if e["verdict"] else "reverted"
+            verdict = "accepted" if e["verdict"] else "rejected"
             self._out().print(f"{head} evolution {verdict} ({e['score']:.3f}) | {tail}")
         elif kind == "phase":
             self._out().print(f"{head} start | {tail}")

@@ -94,8 +94,8 @@ def decision(policy: Acceptance, verdict: Verdict) -> Decision:
         samples=verdict.samples,
         n=verdict.n,
         mean_diff=verdict.mean_diff,
-        low=verdict.low,
-        high=verdict.high,
+        low=max(-1.0, verdict.low),  # rewards lie in [0, 1]: so do their differences
+        high=min(1.0, verdict.high),
         reason=verdict.reason,
     )
 

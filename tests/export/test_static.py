@@ -7,10 +7,10 @@ from collections import Counter
 
 from export_env import APPLES, FERRIES, Trained, expected_route
 
+from moscopt.assembly import resolve_benchmark
 from moscopt.export.static import gate_decisions
 from moscopt.routing_table import RoutingTable
 from moscopt.rundir import RunDir
-from moscopt.assembly import resolve_benchmark
 
 
 def test_static_table_routes_training_tasks_as_the_gate_did(trained: Trained) -> None:

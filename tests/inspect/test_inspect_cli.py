@@ -108,7 +108,8 @@ def test_status_json_has_the_history_fields(evolved_run: RunDir) -> None:
     text = runner.invoke(app, ["status", "--run", str(evolved_run.path)]).stdout
     assert "careful-computation: 1 accepted, 1 rejected" in text
     assert (
-        "evolution at step 3 (epoch 0): kept (1.000 -> 1.000); eliminated detail-verifier" in text
+        "evolution at step 3 (epoch 0): accepted (1.000 -> 1.000); eliminated detail-verifier"
+        in text
     )
     assert "best val per epoch: 0: 1.000  1: 1.000" in text
 

@@ -62,7 +62,8 @@ def test_report_markdown_plot_mode_table_and_curve(project: Path) -> None:
     assert md.startswith("# moscopt report: r1\n")
     assert "![learning curve](report-curve.png)" in md
     assert "| validation score | 0.000 -> 1.000 (best 1.000) |" in md
-    assert f"| accepted | 0.000 -> 1.000 | add at end: '{MAGIC}' |" in md
+    assert "| accepted | 0.000 -> 1.000 | " in md and " sample(s), +1.000 [" in md  # evidence
+    assert f"| add at end: '{MAGIC}' |" in md
     assert "| rejected | 0.000 -> 0.000 |" in md
     # the comparison of evaluated modes, from exports/eval-*.jsonl
     assert "| mode | benchmark | split | score | 95% CI | tasks | repeats | calls | cost |" in md

@@ -7,12 +7,10 @@ on a grader.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from moscopt.benchmarks.spec import BenchmarkSpec
-from moscopt.benchmarks.tasks import Grade, Task
+from moscopt.benchmarks.tasks import GradeFn
 
-GradeFn = Callable[[Task, str], Grade]
+__all__ = ["GradeFn", "make_grader"]
 
 
 def make_grader(spec: BenchmarkSpec) -> GradeFn:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from moscopt.benchmarks.extract import extract_choice
-from moscopt.benchmarks.graders import GradeFn
-from moscopt.benchmarks.tasks import Grade, Task
+from moscopt.benchmarks.tasks import Grade, GradeFn, Task
 
 
 def make_choice_grader(letters: str) -> GradeFn:

@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from moscopt.benchmarks.extract import extract_code
-from moscopt.benchmarks.graders import GradeFn
-from moscopt.benchmarks.tasks import Grade, Task
+from moscopt.benchmarks.tasks import Grade, GradeFn, Task
 
 
 def _solution_body(gold: Mapping[str, Any], solution: str) -> str:

@@ -10,8 +10,7 @@ import importlib
 import math
 from typing import Any
 
-from moscopt.benchmarks.graders import GradeFn
-from moscopt.benchmarks.tasks import Grade, Task
+from moscopt.benchmarks.tasks import Grade, GradeFn, Task
 from moscopt.errors import UserError
 
 

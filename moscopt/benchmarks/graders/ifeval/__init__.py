@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from moscopt.benchmarks.graders import GradeFn
 from moscopt.benchmarks.graders.ifeval.checks import CHECKS
-from moscopt.benchmarks.tasks import Grade, Task
+from moscopt.benchmarks.tasks import Grade, GradeFn, Task
 
 
 class UnknownInstruction(LookupError):

@@ -1,0 +1,71 @@
+"""Rendering a report's blocks (headings, paragraphs, tables, images) as Markdown or HTML."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+Block = tuple[Any, ...]  # ("h1"|"h2"|"p", text) | ("table", headers, rows) | ("img", alt, src)
+
+# -- renderers -----------------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def render_markdown(blocks: list[Block]) -> str:
+    out: list[str] = []
+    for block in blocks:
+        kind = block[0]
+        if kind == "h1":
+            out.append(f"# {block[1]}")
+        elif kind == "h2":
+            out.append(f"## {block[1]}")
+        elif kind == "p":
+            out.append(str(block[1]))
+        elif kind == "img":
+            out.append(f"![{block[1]}]({block[2]})")
+        elif kind == "table":
+            headers, rows = block[1], block[2]
+            lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+            out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
+    "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;"
+    "text-align:left;vertical-align:top}img{max-width:100%}code{background:#f4f4f4}"
+)
+
+
+def _inline(text: str) -> str:
+    """Escape, then turn `code` spans into <code> (the only inline markup the page uses)."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def render_html(blocks: list[Block], title: str) -> str:
+    body: list[str] = []
+    for block in blocks:
+        kind = block[0]
+        if kind in ("h1", "h2"):
+            body.append(f"<{kind}>{html.escape(str(block[1]))}</{kind}>")
+        elif kind == "p":
+            body.append(f"<p>{_inline(str(block[1]))}</p>")
+        elif kind == "img":
+            body.append(f'<img alt="{html.escape(block[1])}" src="{html.escape(block[2])}">')
+        elif kind == "table":
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in block[1])
+            rows = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                for row in block[2]
+            )
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>moscopt report: {html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
+        "<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+    )
