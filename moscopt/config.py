@@ -2,24 +2,50 @@
 
 Every hyperparameter of MOSCOPT has the paper's default. Precedence: built-in defaults, then the
 file, then command-line flags (`overrides`, dotted keys such as `pool.k`). Secrets are never
-configuration: API keys come from the usual environment variables and are never written to disk.
+configuration: API keys come from the usual environment variables and are never written to disk,
+and an `api_base` URL with a user name or password in it is refused.
+
+YAML is read with `moscopt.yamlio.StrictLoader` (anchors and aliases refused: an alias bomb is
+one line naming the file, at once) and written without them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from moscopt import yamlio
 from moscopt.errors import UserError
 from moscopt.fsio import read_text
 from moscopt.validation import describe
 
 CONFIG_FILE = "moscopt.yaml"
 DEFAULT_MODEL = "local/smollm2"
+_AUTHORITY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?//([^/?#]*)")
+
+
+def check_api_base(url: str | None) -> str | None:
+    """`url` unchanged, or ValueError if it carries a user name or password (`user:pw@host`).
+
+    Credentials in the URL would be frozen into the run's moscopt.yaml and sent as Basic auth
+    instead of the key. The message never repeats the URL.
+    """
+    if url is None:
+        return None
+    m = _AUTHORITY.match(url.strip())
+    authority = m.group(1) if m else re.split(r"[/?#]", url.strip(), maxsplit=1)[0]
+    if "@" in authority:
+        raise ValueError(
+            "must not contain a user name or password (user:password@host): give the URL "
+            "without them and put the key in the provider's environment variable "
+            "(e.g. OPENAI_API_KEY)"
+        )
+    return url
 
 
 class _Section(BaseModel):
@@ -184,6 +210,11 @@ class DeploymentConfig(_Section):
     fallback: bool = Field(False, description="used only when every other deployment fails")
     name: str | None = Field(None, description="label in events (default: model@host)")
 
+    @field_validator("api_base")
+    @classmethod
+    def _no_credentials(cls, v: str | None) -> str | None:
+        return check_api_base(v)
+
 
 class RoutingConfig(_Section):
     strategy: Literal[
@@ -216,6 +247,12 @@ class LLMConfig(_Section):
     # the one endpoint that `model` and `api_base` name.
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
+    max_error_rate: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="the run stops when more than this fraction of a step's LLM calls fail",
+    )
 
     @model_validator(mode="after")
     def _check_deployments(self) -> LLMConfig:
@@ -263,13 +300,18 @@ class Config(_Section):
     data: DataConfig = Field(default_factory=DataConfig)
     niches: NichesConfig = Field(default_factory=NichesConfig)
 
+    @field_validator("api_base")
+    @classmethod
+    def _no_credentials(cls, v: str | None) -> str | None:
+        return check_api_base(v)
+
     @property
     def effective_optimizer_model(self) -> str:
         return self.optimizer_model or self.model
 
     def to_yaml(self) -> str:
         """The fully resolved config, deterministic (field order fixed by the models)."""
-        return yaml.safe_dump(
+        return yamlio.dump(
             self.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=2**31 - 1
         )
 
@@ -284,12 +326,12 @@ def load_config(
         path = Path(path)
         text = read_text(path)
         try:
-            loaded = yaml.safe_load(text)
+            loaded = yamlio.load(text)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             problem = getattr(e, "problem", None) or str(e).splitlines()[0]
             raise UserError(
-                f"not valid YAML: {problem}",
+                problem if problem == yamlio.ALIASES_REFUSED else f"not valid YAML: {problem}",
                 path=path,
                 line=min(mark.line + 1, max(text.count("\n"), 1)) if mark is not None else None,
             ) from None
@@ -356,7 +398,7 @@ def _lookup(data: Any, dotted: str) -> Any:
 def _line_of(text: str, dotted: str) -> int | None:
     """1-based line of the key `dotted` in YAML `text`, if it can be found."""
     try:
-        node: Any = yaml.compose(text)
+        node: Any = yaml.compose(text, Loader=yamlio.StrictLoader)
     except yaml.YAMLError:
         return None
     line = None

@@ -7,6 +7,7 @@ is a bug or an outside failure and exits with code 1.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
@@ -48,3 +49,19 @@ class RunFailed(MoscoptError):
     """A run stopped for a reason outside the user's input (budget, provider). Exit code 1."""
 
     exit_code = 1
+
+
+class StorageError(RunFailed, OSError):
+    """The disk refused a write (full, read-only, no permission): one line naming the path and
+    the OS error. Exit code 1; what was saved before the failing write is intact. Still an
+    `OSError` (same `errno`), so code that handles those handles this."""
+
+    def __init__(self, path: str | Path, error: OSError) -> None:
+        reason = error.strerror or str(error)
+        code = errno.errorcode.get(error.errno or 0)
+        self.message = f"cannot write {path}: {reason}" + (f" ({code})" if code else "")
+        OSError.__init__(self, error.errno, reason, str(path))
+        self.path = Path(path)
+
+    def __str__(self) -> str:
+        return self.message

@@ -3,42 +3,123 @@
 Writes are atomic: the bytes go to a temporary file in the same directory, are flushed and
 fsynced, then `os.replace` swaps it in. A process killed at any instant leaves either the old
 file or the new one, never a mix. Reads decode UTF-8 and name the file when they cannot.
+
+Modes follow the directory: a new file is readable by group and others only where its
+directory lets them list it (`0o600 | dir_mode & 0o044`), a new directory likewise
+(`0o700 | parent_mode & 0o055`), so everything written inside a private run directory (0700)
+is private too (0600), and files elsewhere keep the usual 0644.
+
+Text written (files and log lines) never carries the value of a secret environment variable
+(`*_API_KEY` and the like, see `moscopt.lm.redact.scrub_secrets`). A write the disk refuses
+(full, read-only, no permission) is a `StorageError` naming the file: one line, exit code 1.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from moscopt.errors import UserError
+from moscopt.errors import StorageError, UserError
+
+# OS errors that mean the disk refused a write (not a bug in moscopt).
+STORAGE_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EFBIG,
+        errno.EIO,
+        errno.ENAMETOOLONG,
+    }
+)
+
+
+@contextlib.contextmanager
+def storage(path: str | Path) -> Iterator[None]:
+    """Turn an OSError of the disk (full, read-only, no permission) into a `StorageError`."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno in STORAGE_ERRNOS:
+            raise StorageError(path, e) from None
+        raise
+
+
+def file_mode(directory: str | Path) -> int:
+    """The mode of a new file in `directory`: private unless the directory is readable."""
+    try:
+        return 0o600 | (os.stat(directory).st_mode & 0o044)
+    except OSError:
+        return 0o600
+
+
+def make_dirs(path: str | Path) -> None:
+    """`mkdir -p` where each new directory is private unless its parent is readable."""
+    path = Path(path)
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    with storage(path):
+        for d in reversed(missing):
+            mode = 0o700 | (os.stat(d.parent).st_mode & 0o055)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(d, mode)
+        if not path.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
+    """A binary file that replaces `path` atomically when the block ends without an error.
+
+    For outputs too big to hold in memory (streamed evaluation results); the caller writes
+    text it has passed through `scrub` itself.
+    """
+    path = Path(path)
+    make_dirs(path.parent)
+    with storage(path):
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, file_mode(path.parent))
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+    _fsync_dir(path.parent)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Replace `path` with `data` atomically, creating parent directories as needed."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
+    with atomic_writer(path) as f:
+        f.write(data)
+
+
+def scrub(text: str) -> str:
+    """`text` without the values of secret environment variables."""
+    from moscopt.lm.redact import scrub_secrets
+
+    return scrub_secrets(text)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, scrub(text).encode("utf-8"))
 
 
 def canonical_json(obj: Any) -> str:
@@ -86,39 +167,81 @@ def append_line(path: str | Path, line: str, *, sync: bool = False) -> None:
     A line is either fully in the file or (if the process dies mid-write) a truncated tail that
     readers of append-only logs skip; see `iter_jsonl`.
     """
-    data = (line.rstrip("\n") + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    data = (scrub(line).rstrip("\n") + "\n").encode("utf-8")
+    with storage(path):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, file_mode(Path(path).parent))
+        try:
+            os.write(fd, data)
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def open_for_reading(path: str | Path) -> IO[bytes]:
+    """`open(path, "rb")`; a missing or unreadable file is a `UserError` naming it."""
+    path = Path(path)
     try:
-        os.write(fd, data)
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise UserError("file not found", path=path) from None
+    except IsADirectoryError:
+        raise UserError("expected a file, found a directory", path=path) from None
+    except PermissionError:
+        raise UserError("permission denied", path=path) from None
+
+
+def iter_lines(stream: IO[bytes], path: str | Path) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, ended by a newline) for each line of a UTF-8 stream, one at a time.
+
+    Lines are numbered as `read_text(path).split("\\n")` numbers them (CRLF and a lone CR end a
+    line; a leading BOM is dropped), without holding more than one line in memory. Bytes that
+    are not UTF-8 are a `UserError` naming the file, the line and the byte offset.
+    """
+    number, offset = 0, 0
+    for raw in stream:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            bad = raw[e.start : e.start + 1]
+            raise UserError(
+                f"not valid UTF-8 (byte {offset + e.start}: {bad!r})", path=path, line=number + 1
+            ) from None
+        if number == 0 and text.startswith("\ufeff"):
+            text = text[1:]
+        offset += len(raw)
+        ended = text.endswith("\n")
+        text = text[:-1] if ended else text
+        if text.endswith("\r"):
+            text, ended = text[:-1], True
+        parts = text.split("\r")
+        for i, part in enumerate(parts):
+            number += 1
+            yield number, part, ended or i < len(parts) - 1
 
 
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     """Yield the JSON objects of an append-only log, skipping a torn last line.
 
-    A malformed line in the middle of the file is corruption, not a torn write, and raises a
-    `UserError` naming the file and line.
+    The file is read one line at a time. A malformed line in the middle of the file is
+    corruption, not a torn write, and raises a `UserError` naming the file and line.
     """
     path = Path(path)
     if not path.exists():
         return
-    lines = read_text(path).split("\n")
-    last = len(lines) - 1
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as e:
-            if i == last:  # torn write at the end: the process died mid-append
-                return
-            raise UserError(f"bad JSON line: {e.msg}", path=path, line=i + 1) from None
-        if not isinstance(obj, dict):
-            raise UserError("each line must be a JSON object", path=path, line=i + 1)
-        yield obj
+    with open_for_reading(path) as f:
+        for number, raw, ended in iter_lines(f, path):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as e:
+                if not ended:  # torn write at the end: the process died mid-append
+                    return
+                raise UserError(f"bad JSON line: {e.msg}", path=path, line=number) from None
+            if not isinstance(obj, dict):
+                raise UserError("each line must be a JSON object", path=path, line=number)
+            yield obj
 
 
 def repair_jsonl_tail(path: str | Path) -> bool:
@@ -126,11 +249,23 @@ def repair_jsonl_tail(path: str | Path) -> bool:
     path = Path(path)
     if not path.exists():
         return False
-    data = path.read_bytes()
-    if not data or data.endswith(b"\n"):
-        return False
-    cut = data.rfind(b"\n") + 1
-    with open(path, "r+b") as f:
+    with storage(path), open(path, "r+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return False
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return False
+        cut, chunk = 0, 1 << 16
+        end = size
+        while end > 0:  # the last newline, reading back from the end a chunk at a time
+            start = max(0, end - chunk)
+            f.seek(start)
+            found = f.read(end - start).rfind(b"\n")
+            if found >= 0:
+                cut = start + found + 1
+                break
+            end = start
         f.truncate(cut)
         f.flush()
         os.fsync(f.fileno())

@@ -10,6 +10,10 @@
       exports/
       .lock              held by the process that trains in this directory
 
+A new run goes only into a missing or empty directory (anything else is a `UserError` naming
+it, and nothing is touched), and the directory is private to the user (0700; what moscopt
+writes inside it is 0600): it holds prompts, model outputs and caches.
+
 Consistency: `save` writes the checkpoint (if the pool changed), then `state.json` (which names
 the checkpoint and the pool digest), then materializes `skills/`. Every file write is atomic, so
 a process killed at any instant leaves a state that names a complete checkpoint; `load_pool`
@@ -29,7 +33,7 @@ from pydantic import ValidationError
 
 from moscopt.config import CONFIG_FILE, Config, load_config
 from moscopt.errors import UserError
-from moscopt.fsio import atomic_write_json, atomic_write_text, read_text
+from moscopt.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text, storage
 from moscopt.ledger import Event, EventLog, read_events
 from moscopt.skills import Pool
 from moscopt.state import RunState, SchemaTooNew, migrate
@@ -38,6 +42,7 @@ from moscopt.validation import user_error
 STATE_FILE = "state.json"
 EVENTS_FILE = "events.jsonl"
 LOCK_FILE = ".lock"
+PRIVATE_DIR = 0o700
 
 
 class RunDir:
@@ -88,19 +93,48 @@ class RunDir:
 
     @classmethod
     def create(cls, path: str | Path, config: Config, pool: Pool, state: RunState) -> RunDir:
-        """Make a new run directory; refuses one that already holds a run."""
+        """Make a new run in a missing or empty directory; refuses anything else, untouched."""
         run = cls(path)
         if run.state_path.exists():
             raise UserError(
                 "already holds a run: use --resume, or choose another --run", path=run.path
             )
-        if run.path.exists() and not run.path.is_dir():
-            raise UserError("exists and is not a directory", path=run.path)
-        for d in (run.path, run.checkpoints_dir, run.cache_dir, run.exports_dir):
-            d.mkdir(parents=True, exist_ok=True)
+        run.check_new()
+        run.make_private()
+        for d in (run.checkpoints_dir, run.cache_dir, run.exports_dir):
+            make_dirs(d)
         atomic_write_text(run.config_path, config.to_yaml())
         run.save(state, pool)
         return run
+
+    def check_new(self) -> None:
+        """Refuse (`UserError`, nothing touched) a path a new run may not go into: a file, or a
+        directory holding anything but a run (only this module's lock file is tolerated)."""
+        if not self.path.exists():
+            return
+        if not self.path.is_dir():
+            raise UserError("exists and is not a directory", path=self.path)
+        if self.state_path.exists():
+            return
+        others = sorted(p.name for p in self.path.iterdir() if p.name != LOCK_FILE)
+        if others:
+            shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+            raise UserError(
+                f"is not empty and holds no moscopt run ({shown}): a new run goes only into a "
+                "missing or empty directory; choose another --run",
+                path=self.path,
+            )
+
+    def make_private(self) -> None:
+        """Create the run directory (mode 0700), or make the empty one given private."""
+        with storage(self.path):
+            if self.path.is_dir():
+                os.chmod(self.path, PRIVATE_DIR)
+                return
+            make_dirs(self.path.parent)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.path, PRIVATE_DIR)
+            os.chmod(self.path, PRIVATE_DIR)
 
     @classmethod
     def open(cls, path: str | Path) -> RunDir:
@@ -184,7 +218,7 @@ class RunDir:
         if size <= state.events_bytes:
             read_events(self.events_path)
             return 0
-        with open(self.events_path, "r+b") as f:
+        with storage(self.events_path), open(self.events_path, "r+b") as f:
             f.truncate(state.events_bytes)
             f.flush()
             os.fsync(f.fileno())
@@ -213,9 +247,15 @@ class RunDir:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[RunDir]:
-        """Hold the run's lock; a second process gets a clear `UserError` instead of a race."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        """Hold the run's lock; a second process gets a clear `UserError` instead of a race.
+
+        A path that may hold no run (see `check_new`) is refused before anything is created.
+        """
+        self.check_new()
+        if not self.path.exists():
+            self.make_private()
+        with storage(self.path / LOCK_FILE):
+            fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -224,8 +264,9 @@ class RunDir:
                 "another moscopt process is using this run directory", path=self.path
             ) from None
         try:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            with storage(self.path / LOCK_FILE):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
             yield self
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -16,6 +16,7 @@ Serialization is deterministic: front-matter keys in a fixed order (metadata key
 no line wrapping, LF line endings, one blank line after the front matter and exactly one
 trailing newline. Loading and dumping a file already in that form gives identical bytes.
 Statistics (Q-scores, activations, synergy) never go into SKILL.md; they live in the run state.
+Front matter is read with `moscopt.yamlio.StrictLoader`: YAML anchors and aliases are refused.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from moscopt import yamlio
 from moscopt.errors import UserError
-from moscopt.fsio import atomic_write_text, canonical_json, read_text
+from moscopt.fsio import atomic_write_text, canonical_json, make_dirs, read_text
 from moscopt.validation import user_error
 
 SKILL_FILE = "SKILL.md"
@@ -118,7 +120,7 @@ class Skill(BaseModel):
         """The canonical SKILL.md text."""
         data = self.front_matter()
         fm = _yaml_dump(data, allow_unicode=True)
-        if yaml.safe_load(fm) != data:  # e.g. U+0085, a YAML line break: escape non-ASCII
+        if yamlio.load(fm) != data:  # e.g. U+0085, a YAML line break: escape non-ASCII
             fm = _yaml_dump(data, allow_unicode=False)
         body = f"\n{self.body}" if self.body else ""
         return f"---\n{fm}---\n{body}"
@@ -144,14 +146,14 @@ class Skill(BaseModel):
             ) from None
         raw_fm = "\n".join(lines[1:end])
         try:
-            data = yaml.safe_load(raw_fm)
+            data = yamlio.load(raw_fm)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             line = min(mark.line, end - 2) + 2 if mark is not None else 2
             problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-            raise UserError(
-                f"front matter is not valid YAML: {problem}", path=path, line=line
-            ) from None
+            if problem != yamlio.ALIASES_REFUSED:
+                problem = f"is not valid YAML: {problem}"
+            raise UserError(f"front matter {problem}", path=path, line=line) from None
         if not isinstance(data, dict):
             raise UserError("front matter must be a YAML mapping (key: value)", path=path, line=2)
         for key in data:
@@ -191,7 +193,7 @@ class Skill(BaseModel):
 
 
 def _yaml_dump(data: dict[str, Any], *, allow_unicode: bool) -> str:
-    return yaml.safe_dump(
+    return yamlio.dump(
         data,
         sort_keys=False,
         allow_unicode=allow_unicode,
@@ -349,7 +351,7 @@ class Pool(BaseModel):
         directory moscopt owns (a run's `skills/` or an export).
         """
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dirs(directory)
         members = [*self.skills, *([self.gate] if self.gate else [])]
         for skill in members:
             target = directory / skill.name / SKILL_FILE

@@ -62,9 +62,15 @@ class Benchmark:
 
         wanted = {**self.spec.splits.sizes(), **(sizes or {})}
         split_seed = self.spec.splits.seed if seed is None else seed
+        source = str(data) if data is not None else self.name
+        if self.spec.source.generator != "offline":  # read as a stream (moscopt.benchmarks.records)
+            from moscopt.benchmarks.records import load_splits
+
+            splits = load_splits(self.spec, data, wanted, split_seed, source=source, limit=limit)
+            self._ensure_grader()  # a broken custom grader is reported before any run
+            return splits
         tasks = self.tasks(data=data, count=sum(wanted.values()))
         self._ensure_grader()  # a broken custom grader is reported before any run
-        source = str(data) if data is not None else self.name
         return split_tasks(tasks, wanted, split_seed, source=source, limit=limit)
 
     def load_config(self, config: DataConfig) -> Splits:

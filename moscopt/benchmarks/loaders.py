@@ -1,23 +1,27 @@
-"""Reading raw benchmark rows: local JSONL files, password-protected zips (in memory) and the
-Hugging Face hub (through `datasets`, imported lazily, at a pinned revision).
+"""Reading raw benchmark rows: local JSONL files, password-protected zips (decrypted in memory,
+never on disk) and the Hugging Face hub (through `datasets`, imported lazily, at a pinned
+revision).
 
-Every row comes back as a `Row`: the source's dict plus where it came from (file and line, or
-dataset and row number), so that a bad row gives a message naming the file, line and field.
+Rows are streamed: a file is read one line at a time and a row is parsed only when it is asked
+for (`only`), so memory does not grow with the size of the file. Every row comes back as a
+`Row`: the source's dict plus where it came from (file and line, or dataset and row number), so
+that a bad row gives a message naming the file, line and field.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from moscopt.benchmarks.spec import BenchmarkSpec, FieldMap, HubSource, LocalSource
 from moscopt.errors import UserError
-from moscopt.fsio import read_text
+from moscopt.fsio import iter_lines, open_for_reading
 
 DATA_DIR_ENV = "MOSCOPT_DATA_DIR"
 
@@ -35,15 +39,23 @@ class Row:
     values: dict[str, Any] | None = None  # constant meta values from the spec
 
 
-def load_rows(spec: BenchmarkSpec, data: str | Path | None) -> list[Row]:
-    """Raw rows of a benchmark from `data` (file or folder), `$MOSCOPT_DATA_DIR`, or the hub."""
+def load_rows(
+    spec: BenchmarkSpec,
+    data: str | Path | None,
+    *,
+    only: Container[tuple[str, int]] | None = None,
+) -> Iterator[Row]:
+    """Raw rows of a benchmark from `data` (file or folder), `$MOSCOPT_DATA_DIR`, or the hub,
+    one at a time. With `only`, just the rows whose `(path, line)` it holds are parsed and
+    yielded (the others are skipped unread)."""
     if data is None and os.environ.get(DATA_DIR_ENV):
         data = os.environ[DATA_DIR_ENV]
     local = spec.source.local
     if data is not None:
         if local is None:
             raise UserError(f"benchmark '{spec.name}' has no local file format; remove --data")
-        return read_local(local, resolve_local(spec, Path(data)))
+        yield from read_local(local, resolve_local(spec, Path(data)), only=only)
+        return
     if not spec.source.hub:
         assert local is not None  # the spec validator guarantees some source
         expected = ", ".join(local.files)
@@ -51,10 +63,8 @@ def load_rows(spec: BenchmarkSpec, data: str | Path | None) -> list[Row]:
             f"benchmark '{spec.name}' needs local data: pass --data PATH or set {DATA_DIR_ENV} "
             f"to a folder holding {expected}"
         )
-    rows: list[Row] = []
     for hub in spec.source.hub:
-        rows.extend(read_hub(spec, hub))
-    return rows
+        yield from read_hub(spec, hub, only=only)
 
 
 def resolve_local(spec: BenchmarkSpec, data: Path) -> Path:
@@ -78,15 +88,20 @@ def resolve_local(spec: BenchmarkSpec, data: Path) -> Path:
     )
 
 
-def read_local(local: LocalSource, path: Path) -> list[Row]:
-    if path.suffix == ".zip":
-        text = _read_zip_member(path, local)
-        return list(_parse_jsonl(text, path, local.fields))
-    return list(_parse_jsonl(read_text(path), path, local.fields))
+def read_local(
+    local: LocalSource, path: Path, *, only: Container[tuple[str, int]] | None = None
+) -> Iterator[Row]:
+    with contextlib.ExitStack() as stack:
+        if path.suffix == ".zip":
+            stream = stack.enter_context(_open_zip_member(path, local))
+        else:
+            stream = stack.enter_context(open_for_reading(path))
+        yield from _parse_jsonl(stream, path, local.fields, only)
 
 
-def _read_zip_member(path: Path, local: LocalSource) -> str:
-    """The text of one zip member, decrypted in memory (it is never written to disk)."""
+@contextlib.contextmanager
+def _open_zip_member(path: Path, local: LocalSource) -> Iterator[IO[bytes]]:
+    """A stream of one zip member, decrypted in memory (it is never written to disk)."""
     try:
         with zipfile.ZipFile(path) as zf:
             names = [n for n in zf.namelist() if not n.endswith("/")]
@@ -102,20 +117,20 @@ def _read_zip_member(path: Path, local: LocalSource) -> str:
             elif member not in names:
                 raise UserError(f"the zip has no member '{member}'", path=path)
             pwd = local.password.encode() if local.password else None
-            raw = zf.read(member, pwd=pwd)
+            with zf.open(member, pwd=pwd) as stream:
+                yield stream
     except zipfile.BadZipFile:
         raise UserError("not a valid zip file", path=path) from None
     except RuntimeError as e:  # zipfile's "Bad password" / "password required"
         raise UserError(f"cannot decrypt the zip: {e}", path=path) from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UserError(f"zip member '{member}' is not UTF-8", path=path) from None
 
 
-def _parse_jsonl(text: str, path: Path, fields: FieldMap) -> Iterator[Row]:
-    for i, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+def _parse_jsonl(
+    stream: IO[bytes], path: Path, fields: FieldMap, only: Container[tuple[str, int]] | None
+) -> Iterator[Row]:
+    where = str(path)
+    for i, line, _ in iter_lines(stream, path):
+        if not line.strip() or (only is not None and (where, i) not in only):
             continue
         try:
             obj = json.loads(line)
@@ -123,16 +138,17 @@ def _parse_jsonl(text: str, path: Path, fields: FieldMap) -> Iterator[Row]:
             raise UserError(f"bad JSON line: {e.msg}", path=path, line=i) from None
         if not isinstance(obj, dict):
             raise UserError("each line must be a JSON object", path=path, line=i)
-        yield Row(data=obj, fields=fields, path=str(path), line=i)
+        yield Row(data=obj, fields=fields, path=where, line=i)
 
 
-def read_hub(spec: BenchmarkSpec, hub: HubSource) -> list[Row]:
+def read_hub(
+    spec: BenchmarkSpec, hub: HubSource, *, only: Container[tuple[str, int]] | None = None
+) -> Iterator[Row]:
     """Rows of every config of `hub`; an unreachable hub is one `UserError` saying what to do."""
     try:
         import datasets
     except ImportError:
         raise UserError(_offline_help(spec, "the 'datasets' package is not installed")) from None
-    rows: list[Row] = []
     for config in hub.configs:
         where = f"{hub.path}" + (f" ({config})" if config else "") + f"@{hub.revision[:12]}"
         try:
@@ -142,19 +158,19 @@ def read_hub(spec: BenchmarkSpec, hub: HubSource) -> list[Row]:
             raise UserError(
                 _offline_help(spec, f"cannot load {where} from the hub ({reason})")
             ) from None
-        for i, record in enumerate(ds):
-            rows.append(
-                Row(
-                    data=dict(record),
-                    fields=hub.fields,
-                    path=f"hf://{where}",
-                    line=i + 1,
-                    index=i,
-                    config=config,
-                    values=dict(hub.values),
-                )
+        origin = f"hf://{where}"
+        for i in range(len(ds)):
+            if only is not None and (origin, i + 1) not in only:
+                continue
+            yield Row(
+                data=dict(ds[i]),
+                fields=hub.fields,
+                path=origin,
+                line=i + 1,
+                index=i,
+                config=config,
+                values=dict(hub.values),
             )
-    return rows
 
 
 def _offline_help(spec: BenchmarkSpec, reason: str) -> str:

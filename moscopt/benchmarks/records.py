@@ -1,15 +1,20 @@
-"""Turning a raw `Row` into a `Task` following the spec's field map and prompt template."""
+"""Turning a raw `Row` into a `Task` following the spec's field map and prompt template, and
+loading a benchmark's splits from its rows in memory that does not grow with the data.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import random
 import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from moscopt.benchmarks.loaders import Row
+from moscopt.benchmarks.loaders import Row, load_rows
 from moscopt.benchmarks.spec import BenchmarkSpec
-from moscopt.benchmarks.tasks import Task
+from moscopt.benchmarks.splits import split_tasks
+from moscopt.benchmarks.tasks import SPLIT_NAMES, Splits, Task
 from moscopt.errors import UserError
 
 _TEMPLATE_FIELD = re.compile(r"\{([^{}]+)\}")
@@ -58,6 +63,53 @@ def build_task(spec: BenchmarkSpec, row: Row) -> Task:
     }
     prompt = spec.prompt_template.format(**variables).strip()
     return Task(id=task_id, benchmark=spec.name, prompt=prompt, gold=gold, meta=meta)
+
+
+def load_splits(
+    spec: BenchmarkSpec,
+    data: str | Path | None,
+    sizes: Mapping[str, int],
+    seed: int,
+    *,
+    source: str,
+    limit: int | None = None,
+) -> Splits:
+    """The splits `split_tasks` makes of every row's task, reading the rows as a stream.
+
+    Every row is turned into its task (so a bad row anywhere is still a `UserError` naming it),
+    but only its id and origin are kept. With `limit`, the rows of the tasks kept (the first
+    `limit` of each split) are then read again and only those tasks are built: memory holds
+    one small stub per row, never the data.
+    """
+    stubs: list[Task] = []
+    origin: dict[str, tuple[str, int]] = {}
+    keep_all = limit is None
+    for row in load_rows(spec, data):
+        task = build_task(spec, row)
+        if keep_all:
+            stubs.append(task)
+        else:
+            stubs.append(Task(task.id, spec.name, "", None, _NO_META))
+            if task.id not in origin:  # split_tasks reports a duplicate id
+                origin[task.id] = (row.path, row.line or 0)
+    splits = split_tasks(stubs, sizes, seed, source=source, limit=limit)
+    if keep_all:
+        return splits
+    wanted = {origin[t.id]: t.id for name in SPLIT_NAMES for t in splits[name]}
+    built: dict[str, Task] = {}
+    for row in load_rows(spec, data, only=wanted):
+        task = build_task(spec, row)
+        if wanted.get((row.path, row.line or 0)) != task.id:
+            raise UserError("the data changed while it was being read", path=row.path)
+        built[task.id] = task
+    missing = [i for i in wanted.values() if i not in built]
+    if missing:
+        raise UserError(f"the data changed while it was being read ({missing[0]})", path=source)
+    parts = {name: [built[t.id] for t in splits[name]] for name in SPLIT_NAMES}
+    return Splits(train=parts["train"], val=parts["val"], test=parts["test"], note=splits.note)
+
+
+_NO_META: dict[str, Any] = {}
 
 
 def _task_id(spec: BenchmarkSpec, row: Row, question: str) -> str:

@@ -36,3 +36,39 @@ def redact(text: str, extra: Iterable[str | None] = ()) -> str:
         else:
             text = pattern.sub(MASK, text)
     return text
+
+
+# Environment variables whose values are secrets wherever they turn up in what moscopt writes.
+_SECRET_ENV = re.compile(r"(_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.IGNORECASE)
+
+
+def env_secrets() -> list[str]:
+    """Values of `*_API_KEY` (and `*_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`) environment
+    variables that look like real secrets, longest first.
+
+    Only values of at least 12 characters with a letter and a digit and no space count: real
+    keys always are, and the placeholders local servers accept (`EMPTY`, `not-needed`,
+    `sk-no-key-required`) are not, so that masking them cannot mangle ordinary text.
+    """
+    values = {
+        v
+        for k, v in os.environ.items()
+        if _SECRET_ENV.search(k)
+        and len(v) >= 12
+        and not any(c.isspace() for c in v)
+        and any(c.isdigit() for c in v)
+        and any(c.isalpha() for c in v)
+    }
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub_secrets(text: str) -> str:
+    """`text` with the value of every secret environment variable (see `env_secrets`) masked.
+
+    Applied to everything moscopt writes (events, evaluation results, state, skills, reports,
+    exports): a task or a model reply that contains a key never puts it on disk.
+    """
+    for value in env_secrets():
+        if value in text:
+            text = text.replace(value, MASK)
+    return text

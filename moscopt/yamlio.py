@@ -1,0 +1,46 @@
+"""YAML as moscopt reads and writes it (`moscopt.yaml`, SKILL.md front matter).
+
+`StrictLoader` is `yaml.SafeLoader` that refuses anchors and aliases (`&name`, `*name`, `<<:
+*name`): none of moscopt's files needs them, and an alias "bomb" (a few lines of nested aliases
+that expand to billions of nodes) would otherwise hang the process. The refusal happens at the
+first anchor the parser meets, before anything is built. `NoAliasDumper` never writes them, so
+that what moscopt writes it can read back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+
+ALIASES_REFUSED = "YAML anchors and aliases (&name, *name) are not allowed"
+
+
+class StrictLoader(yaml.SafeLoader):
+    """A safe loader that raises `yaml.composer.ComposerError` at the first anchor or alias."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        anchored = isinstance(event, ScalarEvent | CollectionStartEvent) and event.anchor
+        if isinstance(event, AliasEvent) or anchored:
+            raise yaml.composer.ComposerError(None, None, ALIASES_REFUSED, event.start_mark)
+        return super().compose_node(parent, index)
+
+
+class NoAliasDumper(yaml.SafeDumper):
+    """A safe dumper that writes a repeated object twice instead of as an anchor and alias."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def load(text: str) -> Any:
+    """Parse one YAML document with `StrictLoader` (raises `yaml.YAMLError`)."""
+    return yaml.load(text, Loader=StrictLoader)  # a SafeLoader subclass
+
+
+def dump(data: Any, **options: Any) -> str:
+    """`yaml.safe_dump` with `NoAliasDumper`."""
+    text: str = yaml.dump(data, Dumper=NoAliasDumper, **options)
+    return text
