@@ -37,6 +37,9 @@ PROMPTS: dict[str, frozenset[str]] = {
     "codream_distill": frozenset(
         {"niche", "diagnosis", "contrast", "strategies", "known", "max_insights"}
     ),
+    # the lifecycle evolution policy (moscopt/niches/lifecycle.py); merge uses "crossover"
+    "lifecycle_fork": frozenset({"skill", "niche", "examples", "pool"}),
+    "lifecycle_seed": frozenset({"niche", "examples", "pool"}),
 }
 
 

@@ -12,6 +12,8 @@ from moscopt.cli import (  # noqa: F401  (importing a module registers its comma
     report,
     route,
     status,
+    stream,
+    stubs,
     train,
 )
 from moscopt.cli.app import app

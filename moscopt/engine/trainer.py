@@ -22,6 +22,7 @@ from moscopt.engine.gate_phase import GatePhase
 from moscopt.engine.skills_phase import SkillsPhase, batches
 from moscopt.engine.validation import Validator
 from moscopt.ledger import RolloutEvent, TrainStart
+from moscopt.niches.lifecycle import lifecycle_cycle
 from moscopt.niches.observer import observers as niche_observers
 from moscopt.policies.edit_budget import EditBudget
 from moscopt.state import RunState, ScorePoint
@@ -92,7 +93,10 @@ class Trainer:
                 await self.start_phase("evolve")
             elif phase == "evolve":
                 if self._evolution_due():
-                    await evolve(ctx, self.validator)
+                    cycle = (
+                        lifecycle_cycle if ctx.config.evolution.policy == "lifecycle" else evolve
+                    )
+                    await cycle(ctx, self.validator)
                 ctx.cursor.phase = "memory"
                 ctx.save()
             elif phase == "memory":

@@ -32,6 +32,7 @@ from moscopt.niches.assign import NicheAssigner, niche_key
 from moscopt.niches.codream import Trajectory, dream
 from moscopt.niches.competence import competence, observe
 from moscopt.niches.embed import Embedder, cosine, make_embedder
+from moscopt.niches.lifecycle import update_streaks
 from moscopt.niches.records import Insight, LastOutcome, NicheState, Routed
 from moscopt.niches.routing import TransferRouting
 from moscopt.policies.edit_targets import SUCCESS
@@ -122,6 +123,9 @@ class NicheObserver:
                 kept = ns.successes.setdefault(niche, [])
                 kept.append(offset)
                 del kept[:-SUCCESSES_KEPT]
+        batch_active = {n for e in events for n in active(e)}
+        ratio = self.config.niches.lifecycle.prune_ratio
+        update_streaks(ns, ctx.state.q, ctx.pool.names, batch_active, ratio)
         if self.config.niches.transfer and triggers:
             await self.transfer(ctx, triggers)
 
