@@ -13,7 +13,6 @@ from moscopt.cli import (  # noqa: F401  (importing a module registers its comma
     route,
     status,
     stream,
-    stubs,
     train,
 )
 from moscopt.cli.app import app
