@@ -323,11 +323,14 @@ def main() -> None:
     grading = runner.start(cfg, kernel) if cfg["tests_fd"] is not None else None
     if grading is not None and not grading.is_judge:
         status_fd = -1  # closed in the solution's process: only the judge reports
+    judge = grading is not None and grading.is_judge
     # The solution's process may not read or trace the judge.
-    protections = confine(cfg, kernel, dumpable=not (grading is not None and grading.is_judge))
+    protections = confine(cfg, kernel, dumpable=not judge)
     os.chdir(workdir)
     if not reads_isolated(protections) and not cfg["allow_unsandboxed"]:
         _report(status_fd, "reason", UNSANDBOXED_REASON)
+        if grading is not None and grading.is_judge:
+            grading.end(1)
         os._exit(1)
     if grading is None or grading.is_judge:
         _report(status_fd, "protections", ",".join(protections) or "none")

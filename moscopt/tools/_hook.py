@@ -101,6 +101,7 @@ def make_audit_hook(
     ``allow_read_dirs`` (the interpreter and its site-packages, which may live in that home).
     """
     own_pid = os.getpid()
+    may_signal = (own_pid, 0)
     try:  # in a PID namespace /proc may still show host PIDs, so ask /proc who we are
         proc_pid = os.readlink("/proc/self")
     except OSError:
@@ -187,7 +188,7 @@ def make_audit_hook(
                 if not may_write(path, dir_fd):
                     refuse(f"{event} on {path!r} (outside the work directory)")
         elif event in ("os.kill", "os.killpg"):
-            if args[0] not in (own_pid, 0) or event == "os.killpg":
+            if args[0] not in may_signal or event == "os.killpg":
                 refuse(f"signalling other processes ({event})")
         elif event == "import" and args[0] == "_posixsubprocess":
             refuse(f"importing {args[0]}")

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 _SIGKILL = 9
+_CHILD_EXIT_SECONDS = 1.0
 TESTS_FILENAME = "tests.py"
 
 
@@ -105,8 +106,26 @@ class _Remote:
 class _Judge:
     is_judge = True
 
-    def __init__(self, requests: int, replies: int, secret: dict[str, Any]) -> None:
+    def __init__(self, requests: int, replies: int, secret: dict[str, Any], child: int) -> None:
         self._requests, self._replies, self._secret = requests, replies, secret
+        self._child = child
+
+    def end(self, code: int) -> NoReturn:
+        """Exit after the solution's process, which ends when its requests pipe closes: left
+        to the host's init, its zombie could take seconds to be reaped. (The judge cannot kill
+        it: each has a Landlock domain of its own, and signals do not cross domains.)"""
+        import time
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.close(self._requests)
+        deadline = time.monotonic() + _CHILD_EXIT_SECONDS
+        try:
+            while os.waitpid(self._child, os.WNOHANG)[0] == 0 and time.monotonic() < deadline:
+                time.sleep(0.002)
+        except ChildProcessError:
+            pass
+        os._exit(code)
 
     def ask(self, *request: object) -> Any:
         send(self._requests, tuple(self._wire(part) for part in request))
@@ -192,11 +211,9 @@ class _Judge:
                 print_traceback(exc)
             except BaseException:
                 sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
-            sys.stderr.flush()
-            os._exit(1)
+            self.end(1)
         _report(status_fd, "verdict", self._secret["token"])
-        sys.stdout.flush()
-        os._exit(0)
+        self.end(0)
 
 
 def _is_stub(node: Any) -> bool:
@@ -217,9 +234,9 @@ def _import(name: object) -> ModuleType:
     import importlib.util
 
     spec = importlib.util.find_spec(name)
-    origin = getattr(spec, "origin", None) if spec is not None else None
+    origin = spec.origin if spec is not None and spec.has_location else None
     here = os.path.realpath(os.getcwd()) + os.sep
-    if spec is None or (isinstance(origin, str) and os.path.realpath(origin).startswith(here)):
+    if spec is None or (origin is not None and os.path.realpath(origin).startswith(here)):
         raise ProtocolError(f"module {name!r} is not the judge's to import")
     return importlib.import_module(name)
 
@@ -360,7 +377,7 @@ def start(cfg: dict[str, Any], kernel: ModuleType) -> _Judge | _Solution:
         os.close(fd)
     secret = marshal.loads(_read_all(secret_fd))
     os.close(secret_fd)
-    return _Judge(requests_w, replies_r, secret)
+    return _Judge(requests_w, replies_r, secret, child)
 
 
 def _read_all(fd: int) -> bytes:

@@ -161,9 +161,10 @@ def test_the_solution_cannot_read_the_tests() -> None:
 
 
 def test_values_cross_as_plain_data_only() -> None:
-    # Counters, namedtuples and numpy scalars compare as the plain values they hold.
+    # Counters, namedtuples and numpy scalars compare as the plain values they hold; modules
+    # and names the solution imported (built-in ones too) are the judge's own copies.
     code = (
-        "import collections\nimport numpy as np\n"
+        "import collections, itertools\nimport numpy as np\nfrom itertools import chain\n"
         "Point = collections.namedtuple('Point', 'x y')\n"
         "def count(xs):\n    return collections.Counter(xs)\n"
         "def point():\n    return Point(1, 2)\n"
@@ -172,6 +173,7 @@ def test_values_cross_as_plain_data_only() -> None:
     tests = (
         "assert count('aab') == {'a': 2, 'b': 1}\nassert point() == (1, 2)\n"
         "assert total([1, 2]) == 3 and type(total([1])) is int\n"
+        "assert list(chain([1], itertools.repeat(2, 1))) == [1, 2]\n"  # the solution's imports
     )
     result = sandbox.run_python(code, tests=sandbox.TestSpec(tests=tests))
     assert result.tests_passed, result.stderr
