@@ -71,9 +71,14 @@ def run_dirs(
 
 def remove_tree(path: Path) -> None:
     """Remove ``path`` even if the sandboxed code made parts of it unreadable or unwritable."""
+    tried: set[str] = set()
 
     def make_writable_and_retry(func: object, failed: str, _exc: object) -> None:
-        # Restore owner rights on the failing entry and its parent, then retry once.
+        # Restore owner rights on the failing entry and its parent, then remove it (a directory
+        # with the same handler, so that unreadable ones further down go too); once per entry.
+        if failed in tried:
+            return
+        tried.add(failed)
         for target in (os.path.dirname(failed), failed):
             with contextlib.suppress(OSError):
                 mode = os.lstat(target).st_mode
@@ -81,7 +86,7 @@ def remove_tree(path: Path) -> None:
                     os.chmod(target, stat.S_IMODE(mode) | stat.S_IRWXU)
         with contextlib.suppress(FileNotFoundError):
             if os.path.isdir(failed) and not os.path.islink(failed):
-                shutil.rmtree(failed, ignore_errors=True)
+                shutil.rmtree(failed, onerror=make_writable_and_retry)
             else:
                 os.unlink(failed)
 
