@@ -232,7 +232,7 @@ def _run(
             memory_every=settings.memory_every,
         )
         try:
-            return asyncio.run(_finish(stream, settings, resumed))
+            return asyncio.run(finish(stream, settings, resumed))
         except (LMFatalError, KeyboardInterrupt):
             s = run.load_state()
             s.status = "stopped"
@@ -240,7 +240,8 @@ def _run(
             raise
 
 
-async def _finish(stream: Stream, settings: StreamSettings, resumed: bool) -> StreamOutcome:
+async def finish(stream: Stream, settings: StreamSettings, resumed: bool) -> StreamOutcome:
+    """Run the rest of the stream, measure the baselines, write `stream.json`, mark it done."""
     from moscopt.ledger import RolloutEvent
 
     ctx = stream.ctx

@@ -28,6 +28,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from moscopt.benchmarks.tasks import Splits, Task
@@ -207,3 +208,44 @@ class NicheWorld:
             "codream-imagine": carry,
             "codream-distill": distill,
         }
+
+
+def stream_world(path: Path, seed_dir: Path, *, transfer: bool = True, n: int = 24) -> Any:
+    """Create (or reopen) a stream run of `n` tasks per niche in the niche world and run it to
+    the end with a `FakeLM`; the `StreamOutcome`. A resumed call continues where it stopped."""
+    import asyncio
+
+    from moscopt.benchmarks import get_benchmark
+    from moscopt.engine import initial_state
+    from moscopt.engine.context import Context
+    from moscopt.niches.stream import Stream
+    from moscopt.niches.stream_run import StreamSettings, finish, write_stream_file
+    from moscopt.rundir import RunDir
+    from moscopt.testing import FakeLM
+
+    seeds = Pool.load(seed_dir, require_gate=True)
+    tasks = make_tasks("s", n)
+    splits = Splits(train=tasks, val=[], test=[])
+    config = world_config(transfer=transfer)
+    resumed = (path / "state.json").exists()
+    if not resumed:
+        pool = make_pool(seeds.gate)  # type: ignore[arg-type]
+        run = RunDir.create(path, config, pool, initial_state(config, pool, "offline", splits))
+        write_stream_file(run, {"settings": StreamSettings().__dict__})
+    lm = FakeLM(routes=NicheWorld(tasks).routes())
+    ctx = Context(
+        run=RunDir.open(path),
+        config=config,
+        benchmark=get_benchmark("offline"),
+        splits=splits,
+        agent_lm=lm,
+        optimizer_lm=lm,
+        seeds=seeds,
+    )
+    return asyncio.run(finish(Stream(ctx), StreamSettings(), resumed))
+
+
+if __name__ == "__main__":  # python -m moscopt.testing.niche_world RUN_DIR SEED_DIR
+    import sys
+
+    stream_world(Path(sys.argv[1]), Path(sys.argv[2]))
