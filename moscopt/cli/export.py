@@ -25,7 +25,9 @@ from moscopt.cli.app import app
 def export_cmd(
     opts: o.Shared,
     mode: str = typer.Option(..., "--mode", help="mixture, static or distilled."),
-    run: Path = typer.Option(Path("."), "--run", help="The run directory (default: .)."),
+    run: Path | None = typer.Option(
+        None, "--run", help="The run directory (default: the project's latest run)."
+    ),
     out: Path | None = typer.Option(
         None, "-o", "--out", help="Export folder (default: <run>/exports/<mode>)."
     ),
@@ -39,9 +41,12 @@ def export_cmd(
     import json
 
     from moscopt.export import export_run
+    from moscopt.history import open_run
 
     flags = opts.overrides()
-    result = export_run(run_path=run, mode=mode, out=out, force=force, overrides=flags, top=top)
+    result = export_run(
+        run_path=open_run(run).path, mode=mode, out=out, force=force, overrides=flags, top=top
+    )
     m = result.manifest
     if opts.json_out:
         data_out = {"out": str(result.out), "files": result.files, **m.model_dump(mode="json")}

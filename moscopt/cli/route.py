@@ -15,7 +15,9 @@ from moscopt.cli.app import app
 def route_cmd(
     opts: o.Shared,
     task: str = typer.Argument(..., help="The task text."),
-    run: Path | None = typer.Option(None, "--run", help="A run directory."),
+    run: Path | None = typer.Option(
+        None, "--run", help="A run directory (default: the project's latest, unless --export)."
+    ),
     export: Path | None = typer.Option(None, "--export", help="An export folder."),
     mode: str | None = typer.Option(
         None, "--mode", help="mixture (one gate call) or static (the routing table)."

@@ -20,13 +20,12 @@ def route_task(
     config_path: Path | None = None,
 ) -> dict[str, Any]:
     """The routing of `text` as plain data: skills, source, fallback reason or the rule."""
-    from moscopt.rundir import RunDir
+    from moscopt.history import open_run
 
     if not text.strip():
         raise UserError("the task text is empty", field="TASK")
-    if run_path is None and export_path is None:
-        raise UserError("route needs --run DIR or --export PATH", field="run")
-    run = RunDir.open(run_path) if run_path is not None else None
+    # --run DIR, else --export PATH alone, else the project's latest run
+    run = open_run(run_path, config_path) if export_path is None or run_path is not None else None
     deployment = open_export(export_path, mode) if export_path is not None else None
     chosen = mode or (deployment.mode if deployment is not None else "mixture")
     if chosen not in ("mixture", "static"):

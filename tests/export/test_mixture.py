@@ -109,7 +109,7 @@ def test_bad_input_is_one_clear_line(trained: Trained) -> None:
         (["export", "--mode", "mixture", "--run", "."], "not a moscopt run directory"),
         (["export", "--mode", "blend", "--run", str(trained.run)], "unknown mode 'blend'"),
         (["route", "x", "--run", "runs/none"], "run directory not found"),
-        (["route", "x"], "route needs --run DIR or --export PATH"),
+        (["route", "x", "--run", "addition.yaml"], "addition.yaml: not a directory"),
         (["eval", "--export", "runs/none"], "runs/none: export not found"),
         (["eval", "--export", "skills"], "not a moscopt export (no moscopt-export.json)"),
         (["eval", "--mode", "distilled", "--run", str(trained.run)], "no distilled export yet"),
