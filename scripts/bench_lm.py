@@ -11,10 +11,10 @@
    the median time of the same request posted directly with a bare httpx client to the same
    server. Target < 2 ms.
 3. Repeating the same 256 calls: requests that reach the server (target 0).
-4. Embedded model: generated tokens/s through moscopt (litellm custom provider) vs xllamacpp
+4. Embedded model: generated tokens/s through moscopt (its in-process transport) vs xllamacpp
    called directly on the same prompt and settings. Target >= 0.9x.
 
-Both transports are measured for 1-2: `auto` (OpenAI-compatible endpoints over httpx directly,
+Both transports are measured for 1-2: `auto` (OpenAI-compatible endpoints over aiohttp directly,
 the default) and `litellm` (every call through litellm). The fake server runs in its own
 process, as a real endpoint would, so that its CPU time does not count against moscopt's; each
 measurement starts after a warm-up that fills the connection pool.
@@ -201,7 +201,7 @@ def local_speed(repeats: int) -> None:
         "max_tokens": max_tokens,
         "seed": 1,
     }
-    lm.complete(prompt, max_tokens=8)  # load litellm and the model
+    lm.complete(prompt, max_tokens=8)  # load the model
     eng = engine()
     print(f"  model load {eng.load_seconds:.2f} s")
     ours, bare = [], []

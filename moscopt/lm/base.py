@@ -122,7 +122,9 @@ class LM(Protocol):
     Cached: a successful answer (its raw text, before any schema check), under the hash of the
     full request (`LMRequest.key`). A hit makes no call, costs 0 and is counted.
     Retried (with exponential backoff and jitter, honouring Retry-After, up to `max_retries`):
-    429, 5xx, timeouts, dropped connections, unparseable response bodies.
+    429, 5xx, timeouts, dropped connections, unparseable response bodies: a named set (see
+    `moscopt.lm.transport`); any other exception is a bug and propagates at once, unretried.
+    Model text has lone UTF-16 surrogates replaced by U+FFFD (`moscopt.lm.wire.clean_text`).
     Raises: `BudgetExceeded` before a call that would pass a budget; `LMAuthError`,
     `LMNotFoundError` (fail fast, never retried) and `LMUnavailableError` (retries exhausted) —
     all `LMFatalError`, on which the caller saves state and stops; `LMRequestError` (this request

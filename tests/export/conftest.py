@@ -41,10 +41,15 @@ def trained(
     _base: tuple[Path, FakeServer, Responder],
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> Trained:
     root, server, responder = _base
     name = f"runs/{request.node.name}"
     shutil.copytree(root / "runs/base", root / name, ignore=shutil.ignore_patterns(".lock"))
+    # the project's response cache is shared by its runs: each test answers from its own copy
+    cache = tmp_path / "cache"
+    shutil.copytree(root / ".moscopt/cache", cache)
+    monkeypatch.setenv("MOSCOPT_CACHE_DIR", str(cache))
     monkeypatch.chdir(root)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     responder.distill, responder.distill_calls = "good", 0

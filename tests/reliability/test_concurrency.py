@@ -47,12 +47,16 @@ def wait_until_training(project: Path, proc: subprocess.Popen[bytes], timeout: f
     raise AssertionError("the first process never started training")
 
 
-def test_second_process_on_the_same_run_refuses(project: Path) -> None:
+def test_second_process_on_the_same_run_refuses(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeServer(responder=server_responder, latency=0.05) as server:
         ref = moscopt(project, *train_args(server.url, "runs/ref", epochs=2, evolution=True))
         _, err = ref.communicate(timeout=300)
         assert ref.returncode == 0, err.decode()
 
+        # its own cache: replaying the reference's answers would end it before the check
+        monkeypatch.setenv("MOSCOPT_CACHE_DIR", str(project / "cache-r1"))
         first = moscopt(project, *train_args(server.url, "runs/r1", epochs=2, evolution=True))
         wait_until_training(project, first)
         attempts = {

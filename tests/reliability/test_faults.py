@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from moscopt.cli import app
@@ -49,9 +50,12 @@ def outcome(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted((r["task_id"], r["reward"], r["answer"], tuple(r["skills"])) for r in rows)
 
 
-def test_eval_under_faults_scores_every_task_once_and_matches(project: Path) -> None:
+def test_eval_under_faults_scores_every_task_once_and_matches(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeServer(responder=server_responder) as clean:
         reference = eval_rows(project, clean.url, "clean.jsonl")
+    monkeypatch.setenv("MOSCOPT_CACHE_DIR", str(project / "cache-faulty"))  # its own answers
     with faulty(seed=7) as server:
         rows = eval_rows(project, server.url, "faulty.jsonl")
         injected = sum(server.count(f) for f in FAULTS)
@@ -74,10 +78,13 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     }
 
 
-def test_train_under_faults_gives_the_fault_free_result(project: Path) -> None:
+def test_train_under_faults_gives_the_fault_free_result(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeServer(responder=server_responder) as clean:
         result = runner.invoke(app, train_args(clean.url, "runs/clean", epochs=2, evolution=True))
         assert result.exit_code == 0, result.output
+    monkeypatch.setenv("MOSCOPT_CACHE_DIR", str(project / "cache-faulty"))  # its own answers
     with faulty(seed=11) as server:
         result = runner.invoke(app, train_args(server.url, "runs/faulty", epochs=2, evolution=True))
         assert result.exit_code == 0, result.output
