@@ -10,7 +10,7 @@ acceptance policy, `not_worse`):
   `merge_min_tasks` rollouts: one child (the crossover prompt) replaces both;
 - fork: a skill of the top `fork_top` share by Q that dominates a niche (its competence there
   leads every other skill working on it by `fork_lead`) gets a specialist for that niche beside
-  it (the `lifecycle_fork` prompt);
+  it (the `lifecycle_fork` prompt), unless the niche already has a forked specialist;
 - seed: a niche where no skill working on it reaches `seed_below` gets a new skill written for
   it (the `lifecycle_seed` prompt).
 Planning is pure (`plan_*`); `lifecycle_cycle` asks for the new skills, validates and records a
@@ -94,6 +94,7 @@ def plan_fork(
     pool: Sequence[str],
     cfg: LifecycleConfig,
     min_count: int,
+    forked: Collection[str] = (),
 ) -> Op | None:
     if len(pool) >= cfg.n_max:
         return None
@@ -102,7 +103,7 @@ def plan_fork(
     for name in top:
         for niche in niches_of(state):
             mine = competence(state, name, niche)
-            if mine.count < min_count:
+            if mine.count < min_count or niche in forked:
                 continue
             others = [competence(state, o, niche) for o in pool if o != name]
             rivals = [c.ema for c in others if c.count >= min_count]
@@ -127,6 +128,12 @@ def plan_seed(
     return None
 
 
+def forked(pool: Pool) -> set[str]:
+    """Niches that already have a specialist forked for them in `pool` (never forked twice)."""
+    origins = [str((s.metadata or {}).get("origin", "")) for s in pool]
+    return {o.split(":", 1)[1] for o in origins if o.startswith("fork:")}
+
+
 def rollouts(state: NicheState, name: str) -> int:
     return sum(c.count for c in state.competence.get(name, {}).values())
 
@@ -143,7 +150,7 @@ async def lifecycle_cycle(ctx: Context, validator: Validator) -> None:
     planners = (
         lambda ns, names: plan_prune(ns, names, cfg),
         lambda ns, names: plan_merge(ns, names, cfg),
-        lambda ns, names: plan_fork(ns, ctx.state.q, names, cfg, min_count),
+        lambda ns, names: plan_fork(ns, ctx.state.q, names, cfg, min_count, forked(ctx.pool)),
         lambda ns, names: plan_seed(ns, names, cfg, min_count),
     )
     for planner in planners:
