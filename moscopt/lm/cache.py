@@ -95,9 +95,10 @@ class ResponseCache:
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
+            fresh = not self.directory.exists()
             self.directory.mkdir(parents=True, exist_ok=True)
-            ignore = self.directory / ".gitignore"
-            if not ignore.exists():
+            if fresh:  # a folder we made is ours to keep out of version control
+                ignore = self.directory / ".gitignore"
                 ignore.write_text("# moscopt's LLM response cache: not for version control\n*\n")
             path = self.directory / DB_FILE
             db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
@@ -124,7 +125,7 @@ class ResponseCache:
                     .execute("SELECT value FROM responses WHERE key = ?", (key,))
                     .fetchone()
                 )
-            except sqlite3.DatabaseError as e:  # a damaged file: work on without it
+            except (sqlite3.DatabaseError, OSError) as e:  # damaged or unwritable: work on
                 self._warn("cannot be read", e)
                 return None
             if row is None:
@@ -159,7 +160,7 @@ class ResponseCache:
                 self._conn().execute(
                     "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, value)
                 )
-            except sqlite3.DatabaseError as e:
+            except (sqlite3.DatabaseError, OSError) as e:
                 self._warn("cannot be written", e)
                 return
             self._note(key)

@@ -119,6 +119,17 @@ def test_the_cache_folder_keeps_itself_out_of_git(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "c")
     cache.put("k", Completion(text="t", model="m"))
     assert (tmp_path / "c" / ".gitignore").read_text().splitlines()[-1] == "*"
+    mine = tmp_path / "existing"
+    mine.mkdir()
+    ResponseCache(mine).put("k", Completion(text="t", model="m"))
+    assert not (mine / ".gitignore").exists()  # a folder it did not make is left as it is
+
+
+def test_a_cache_that_cannot_be_made_is_a_miss_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file where the cache folder would go")
+    cache = ResponseCache(tmp_path / "taken" / "cache")
+    assert cache.get("k") is None
+    cache.put("k", Completion(text="t", model="m"))  # warns once, does not raise
 
 
 def test_default_cache_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
