@@ -109,3 +109,28 @@ def test_deployment_config_is_checked() -> None:
         )
     labelled = DeploymentConfig(model="openai/x", api_base="http://H:8000/v1/?token=t")
     assert deployment_label(labelled) == "openai/x@http://h:8000/v1"
+
+
+def test_eval_through_the_command_line_spreads_over_the_deployments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from moscopt.cli import app
+    from moscopt.testing.scripted import server_responder, write_project
+
+    with FakeServer(responder=server_responder) as a, FakeServer(responder=server_responder) as b:
+        config = (
+            "model: hosted_vllm/scripted\n"
+            "llm:\n"
+            "  deployments:\n"
+            f"    - {{model: hosted_vllm/scripted, api_base: '{a.url}', name: a}}\n"
+            f"    - {{model: hosted_vllm/scripted, api_base: '{b.url}', name: b}}\n"
+        )
+        write_project(tmp_path, seed_dir, config)
+        monkeypatch.chdir(tmp_path)
+        args = ["eval", "--benchmark", "addition.yaml", "--data", "addition.jsonl"]
+        result = CliRunner().invoke(app, [*args, "--mode", "none", "--split", "all", "--json"])
+        assert result.exit_code == 0, result.output
+        assert a.count() > 0 and b.count() > 0
+        assert a.count() + b.count() == 14  # every task of the addition data, once
