@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from moscopt.errors import UserError
 from moscopt.fsio import atomic_write_bytes, atomic_write_text, iter_jsonl
 from moscopt.history import CORE_KINDS, EditEntry, EvolutionEntry, History
 from moscopt.ledger import Decision, LLMCall
@@ -60,13 +61,24 @@ def default_output(run: RunDir, out: Path | None, html_out: bool) -> Path:
 
 
 def write_report(
-    run: RunDir, out: Path | None = None, *, html_out: bool = False, now: datetime | None = None
+    run: RunDir,
+    out: Path | None = None,
+    *,
+    html_out: bool = False,
+    now: datetime | None = None,
+    force: bool = False,
 ) -> ReportResult:
-    """Write the report (and its plot) for `run`; what was written and notes for the user."""
+    """Write the report (and its plot) for `run`; what was written and notes for the user.
+
+    A file `out` names (the page or its plot) that exists is overwritten only with `force`;
+    the run's own report (no `out`) always is."""
     state = run.load_state()
     history = History.load(run, state, kinds=CORE_KINDS | {"llm_call"})
     path = default_output(run, out, html_out)
     plot_path = path.with_name(f"{path.stem}-curve.png")
+    if out is not None and not force:
+        for existing in (p for p in (path, plot_path) if p.exists()):
+            raise UserError("exists: pass --force to overwrite it", path=existing)
     curve = learning_curve(history)
     notes = list(history.warnings)
     png = draw_curve(curve)

@@ -103,6 +103,11 @@ class RunDir:
         run.make_private()
         for d in (run.checkpoints_dir, run.cache_dir, run.exports_dir):
             make_dirs(d)
+        from moscopt.lm.cache import RECORD_FILE
+
+        # the LM layer appends to this file; created here so that it is private too
+        with storage(run.cache_dir / RECORD_FILE):
+            os.close(os.open(run.cache_dir / RECORD_FILE, os.O_WRONLY | os.O_CREAT, 0o600))
         atomic_write_text(run.config_path, config.to_yaml())
         run.save(state, pool)
         return run

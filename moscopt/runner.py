@@ -39,7 +39,14 @@ if TYPE_CHECKING:
 
 # Flags that may change when a run resumes (operational); anything else must match the frozen
 # config, or the resumed run would silently become a different experiment.
-RESUMABLE = ("llm.concurrency", "llm.max_calls", "llm.max_cost", "llm.timeout", "llm.max_retries")
+RESUMABLE = (
+    "llm.concurrency",
+    "llm.max_calls",
+    "llm.max_cost",
+    "llm.timeout",
+    "llm.max_retries",
+    "llm.max_error_rate",
+)
 
 
 @dataclass
@@ -213,11 +220,13 @@ def evaluate(
     on_rollout: Callable[[Rollout], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     export_path: Path | None = None,
+    force: bool = False,
 ) -> EvalOutcome:
     """Evaluate a deployment mode on a split: `none` (no skills), `mixture` (a run's pool, a
     skills folder or a mixture export, with its gate), `static` (a static export's routing
     table, no gate call) or `distilled` (the single distilled skill, no gate call). `static`
-    and `distilled` read `export_path`, else the run's `exports/<mode>/`."""
+    and `distilled` read `export_path`, else the run's `exports/<mode>/`. An existing `out`
+    is overwritten only with `force` (the default file, in the run or here, always is)."""
     from moscopt.evaluate import evaluate as run_eval
     from moscopt.export import Deployment, open_export, open_run_export
     from moscopt.state import RunState
@@ -269,6 +278,11 @@ def evaluate(
     table = deployment.table if deployment is not None else None
     if stats is None and state is not None:
         stats = gate_stats(config, state)
+    if out is not None and out.exists() and not force:
+        raise UserError("exists: pass --force to overwrite it", path=out)
+    if out is None:
+        name = f"eval-{bench.name}-{split}-{mode}.jsonl"
+        out = (run.exports_dir / name) if run is not None else Path(name)
     with open_lms(config, run, roles=("agent",)) as lms:
         router = make_router(config, pool, lms.agent, stats=stats, table=table)
         agent = make_agent(config, bench, pool, router, lms.agent)
@@ -281,15 +295,9 @@ def evaluate(
                 concurrency=config.llm.concurrency,
                 repeats=reps,
                 on_rollout=on_rollout,
+                out=out,  # streamed there as the rollouts complete
             )
         )
-    if out is None:
-        name = f"eval-{bench.name}-{split}-{mode}.jsonl"
-        out = (run.exports_dir / name) if run is not None else Path(name)
-    import json
-
-    lines = [json.dumps(r.to_json(), ensure_ascii=False, sort_keys=True) for r in result.rollouts]
-    atomic_write_text(out, "\n".join(lines) + "\n")
     return EvalOutcome(result, bench.name, split, mode, out)
 
 

@@ -18,6 +18,7 @@ from moscopt.gating import GateStats, Router
 from moscopt.harness import Rollout
 from moscopt.ledger import BaseEvent, CallSink, RolloutEvent
 from moscopt.lm.base import LM
+from moscopt.policies.error_rate import watch_error_rate
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.state import Cursor, RunState, Totals
@@ -70,6 +71,7 @@ class Context:
             sink = getattr(lm, "events", None)
             if isinstance(sink, CallSink):
                 sink.where = self.where
+        watch_error_rate(self)  # a step whose LLM calls mostly fail stops the run (resumable)
 
     # -- modes -----------------------------------------------------------------------------------
 
