@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from moscopt.config import OptimizerConfig
-from moscopt.edits import ApplyResult, Proposal, ProposalError, apply_edits, parse_proposal
+from moscopt.edits import (
+    ApplyResult,
+    Proposal,
+    ProposalError,
+    apply_edits,
+    parse_proposal,
+    unique_lines,
+)
 from moscopt.edits import proposal_schema as _schema
 from moscopt.harness import Rollout
 from moscopt.lm.base import LM
@@ -101,10 +108,13 @@ def failure_patterns(analysis: str, limit: int = 3) -> list[str]:
 class EditAdam:
     """Reflect, propose and apply for one target; stateless apart from the `OptimizerState`."""
 
-    def __init__(self, lm: LM, config: OptimizerConfig, *, kind: str = "skill") -> None:
+    def __init__(
+        self, lm: LM, config: OptimizerConfig, *, kind: str = "skill", constrained: bool = False
+    ) -> None:
         self.lm = lm
         self.config = config
         self.kind = kind  # "skill" or "gate": selects the prompts
+        self.constrained = constrained  # grammar-constrained decoding: anchors from an enum
 
     @property
     def buffered(self) -> bool:
@@ -215,7 +225,7 @@ class EditAdam:
         try:
             completion = await self.lm.acomplete(
                 [{"role": "user", "content": render(name, **values)}],
-                schema=_schema(max_edits),
+                schema=_schema(max_edits, unique_lines(target.body) if self.constrained else None),
                 purpose=f"propose-{self.kind}",
                 max_tokens=PROPOSAL_TOKENS,
             )
@@ -276,7 +286,7 @@ class EditAdam:
         text = await self._ask(prompt, "memory", 300)
         if text is None:
             return
-        lessons = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("-")]
+        lessons = [ln.strip() for ln in text.splitlines() if is_lesson(ln)]
         if lessons:
             state.long_term_memory = [_cut(ln, 300) for ln in lessons[:6]]
 
@@ -302,6 +312,15 @@ class EditAdam:
             return hi
         m = re.search(r"L\s*[:=]\s*(\d+)", text) or re.search(r"\d+", text)
         return clamp(int(m.group(1) if m.groups() else m.group(0)), hi, lo) if m else hi
+
+
+def is_lesson(line: str) -> bool:
+    """A bullet that states a rule in words, not an echo of scores (`- step 1: 0.167`)."""
+    line = line.strip()
+    if not line.startswith("-"):
+        return False
+    words = re.findall(r"[A-Za-z]{3,}", line)
+    return len([w for w in words if w.lower() not in ("step", "score", "epoch")]) >= 3
 
 
 def _cut(text: str, limit: int) -> str:

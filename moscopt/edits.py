@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,7 +34,13 @@ MAX_REASONING_CHARS = 4000
 
 
 # JSON schema for structured output: bounded so that constrained decoding terminates.
-def proposal_schema(max_edits: int) -> dict[str, Any]:
+def proposal_schema(max_edits: int, anchors: Sequence[str] | None = None) -> dict[str, Any]:
+    """The JSON schema of a proposal. `anchors`: for grammar-constrained decoding, the only
+    anchors allowed (the skill's own unique lines, and "" for the end), so a weak model cannot
+    copy a placeholder or anchor on text the skill does not have."""
+    anchor: dict[str, Any] = {"type": "string", "maxLength": 300}
+    if anchors is not None:
+        anchor = {"type": "string", "enum": ["", *anchors]}
     return {
         "type": "object",
         "properties": {
@@ -45,7 +52,7 @@ def proposal_schema(max_edits: int) -> dict[str, Any]:
                     "type": "object",
                     "properties": {
                         "op": {"type": "string", "enum": list(OPS)},
-                        "anchor": {"type": "string", "maxLength": 300},
+                        "anchor": anchor,
                         "content": {"type": "string", "maxLength": 1200},
                     },
                     "required": ["op", "anchor", "content"],
@@ -241,3 +248,10 @@ def find_anchor(text: str, anchor: str) -> list[tuple[int, int]]:
 
 def _overlapping(text: str, needle: str) -> list[re.Match[str]]:
     return list(re.finditer(f"(?={re.escape(needle)})", text))
+
+
+def unique_lines(text: str, limit: int = 300) -> list[str]:
+    """The non-blank lines of `text` that occur in it exactly once (as anchors, they match
+    one place), stripped, at most `limit` characters, in order."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and len(ln.strip()) <= limit]
+    return [ln for ln in dict.fromkeys(lines) if text.count(ln) == 1]

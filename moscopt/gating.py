@@ -8,7 +8,8 @@ gate's optimizer.
 How a selection was made (`Activation.source`, copied to `Rollout.activation` / `sources`):
 
 - `gate`: the LLM gate's answer named exactly K valid, distinct ids.
-- `partial`: a schema-constrained answer repeated ids; completed by Q-score. A parse failure.
+- `partial`: a schema-constrained answer repeated ids; completed in pool order (never by the
+  moving Q-scores, so a pool's score does not drift). A parse failure.
 - `fallback`: the answer could not be used (no `ACTIVATE:` line, unknown, duplicate or too
   few/many ids, or structured output that failed its schema: `LMOutputError`); top K by Q-score.
   A parse failure.
@@ -252,15 +253,15 @@ class LLMGate:
             text = completion.text
             if schema is not None and isinstance(completion.data, dict):
                 chosen = list(dict.fromkeys(map(str, completion.data.get("activate", []))))
-                if 0 < len(chosen) < self.k:  # a schema cannot forbid repeats: complete by Q
-                    s = self.stats
-                    n = len(self.pool)
-                    ranked = fallback_top_k(self.pool.names, s.q, s.activations, n, s.c_min)
-                    filled = chosen + [n for n in ranked if n not in chosen][: self.k - len(chosen)]
+                if 0 < len(chosen) < self.k:  # a schema cannot forbid repeats: complete them
+                    # in pool order, not by Q-score: the same answer for the same pool must give
+                    # the same skills whatever the statistics are when it is measured
+                    rest = [n for n in self.pool.names if n not in chosen]
+                    filled = chosen + rest[: self.k - len(chosen)]
                     return Activation(
                         tuple(filled),
                         "partial",
-                        error=f"{self.k - len(chosen)} repeated id(s) completed by Q-score",
+                        error=f"{self.k - len(chosen)} repeated id(s) completed in pool order",
                         usage=completion,
                     )
                 text = "ACTIVATE: " + ", ".join(chosen)

@@ -55,6 +55,7 @@ class TrainOutcome:
     before: float | None
     after: float | None
     resumed: bool
+    changed: bool = True  # False: training kept the starting pool (no edit or evolution kept)
 
 
 def default_run_path(config: Config, root: Path, benchmark: str) -> Path:
@@ -178,7 +179,15 @@ def _train(
     before = (
         first if first is not None else (final.val_history[0].score if final.val_history else None)
     )
-    return TrainOutcome(run, before, final.cursor.best_val, resumed)
+    return TrainOutcome(run, before, final.cursor.best_val, resumed, _changed(run, final))
+
+
+def _changed(run: RunDir, state: Any) -> bool:
+    """Whether training changed the pool it started from (the `train_start` event names it)."""
+    from moscopt.ledger import TrainStart
+
+    start = next((e for e in run.read_events(state, {"train_start"})), None)
+    return not isinstance(start, TrainStart) or start.pool != (state.pool_digest or "")[:12]
 
 
 def _mark_stopped(run: RunDir) -> None:

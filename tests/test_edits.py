@@ -176,3 +176,31 @@ def test_parser_returns_a_proposal_or_a_typed_error(raw: str) -> None:
         assert str(e)
         return
     assert all(isinstance(e, Edit) and isinstance(e.anchor, str) for e in proposal.edits)
+
+
+@given(st.lists(st.sampled_from(["a rule", "b", "", "  c c  ", "a rule", "d"]), max_size=12))
+def test_unique_lines_each_match_exactly_once(lines: list[str]) -> None:
+    from moscopt.edits import unique_lines
+
+    body = "\n".join(lines)
+    for line in unique_lines(body):
+        assert line and body.count(line) == 1
+
+
+def test_constrained_proposals_may_anchor_only_on_the_skills_own_lines() -> None:
+    from moscopt.edits import proposal_schema
+
+    schema = proposal_schema(3, ["1. Plan.", "2. Check."])
+    anchor = schema["properties"]["edits"]["items"]["properties"]["anchor"]
+    assert anchor["enum"] == ["", "1. Plan.", "2. Check."]
+    free = proposal_schema(3)["properties"]["edits"]["items"]["properties"]["anchor"]
+    assert "enum" not in free
+
+
+def test_memory_keeps_lessons_not_echoes_of_scores() -> None:
+    from moscopt.editadam import is_lesson
+
+    assert is_lesson("- Adding an explicit verification step helped.")
+    assert not is_lesson("- step 1: 0.167")
+    assert not is_lesson("- score 0.5 -> 0.6")
+    assert not is_lesson("Adding checks helped a lot.")  # not a bullet

@@ -35,7 +35,10 @@ def train_cmd(
         None, "--acceptance", help="paired (default: a sequential paired test) or strict."
     ),
     gate: str | None = typer.Option(
-        None, "--gate", help="Ablation of the LLM gate: random, or all (K = N)."
+        None,
+        "--gate",
+        help="llm (default); familiarity (learned router, no LLM call) or hybrid (its shortlist, "
+        "then the LLM gate); ablations of the LLM gate: random, or all (K = N).",
     ),
     gating: str | None = typer.Option(
         None, "--gating", help="task (default), or step: the gate re-selects at every step."
@@ -132,13 +135,17 @@ def train_cmd(
         "val_before": outcome.before,
         "val_after": outcome.after,
         "resumed": outcome.resumed,
+        "pool_changed": outcome.changed,
     }
     if json_out:
         typer.echo(json.dumps(summary, indent=2))
         return
     before, after = outcome.before, outcome.after
     typer.echo(f"run: {summary['run']}")
-    if before is not None and after is not None:
+    if after is not None and not outcome.changed:
+        # like with like: the same pool, measured once at the end under the final statistics
+        typer.echo(f"validation score: {after:.3f} (pool unchanged: no edit was accepted)")
+    elif before is not None and after is not None:
         typer.echo(f"validation score: {before:.3f} -> {after:.3f}")
     typer.echo(f"skills: {summary['skills']}  (moscopt status --run {summary['run']})")
 

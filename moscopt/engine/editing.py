@@ -21,7 +21,7 @@ from moscopt.editadam import Candidate, EditAdam
 from moscopt.edits import ProposalError
 from moscopt.engine.validation import Validator, decision
 from moscopt.evidence import hard_soft, routing_cases, scores_text, trajectory_groups
-from moscopt.gating import summary_table
+from moscopt.gating import constrained_gate, summary_table
 from moscopt.ledger import EditEvent, RolloutEvent
 from moscopt.niches.hook import decided, pending_evidence, with_evidence
 from moscopt.policies.edit_budget import EditBudget
@@ -56,7 +56,9 @@ class Editor:
 
     def adam(self, name: str) -> EditAdam:
         kind = "gate" if name == GATE_NAME else "skill"
-        return EditAdam(self.ctx.optimizer_lm, self.ctx.config.optimizer, kind=kind)
+        lm, config = self.ctx.optimizer_lm, self.ctx.config
+        constrained = constrained_gate(lm.model, config.gating.output)
+        return EditAdam(lm, config.optimizer, kind=kind, constrained=constrained)
 
     def opt(self, name: str) -> OptimizerState:
         return self.ctx.state.optimizers.setdefault(name, OptimizerState())

@@ -144,3 +144,18 @@ def test_a_run_resumes_and_evaluates_from_another_directory(
         assert resumed.exit_code == 0, resumed.output
         evaluated = runner.invoke(app, ["eval", "--run", run, "--json"])
         assert evaluated.exit_code == 0 and json.loads(evaluated.output)["score"] == 1.0
+
+
+def test_an_unchanged_pool_reports_its_one_score(project: Path) -> None:
+    """Regression (issue 17 §6): an unchanged pool printed two scores, measured under different
+    statistics (0.167 -> 0.000 for the same digest)."""
+    with FakeServer(responder=server_responder) as server:
+        args = train_args(server.url)
+        args[args.index("--steps-per-epoch") + 1] = "1"  # one step: the regressing edit only
+        result = runner.invoke(app, [*args, "--json"])
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.stdout)
+        assert out["pool_changed"] is False
+        args[args.index("--run") + 1] = "runs/r2"
+        text = runner.invoke(app, args)
+        assert "(pool unchanged: no edit was accepted)" in text.output and "->" not in text.output
