@@ -39,6 +39,7 @@ def eval_cmd(
         "1", "--repeats", help="Repeat N times, or 'auto' (3..50 until the CI is narrow)."
     ),
     out: Path | None = typer.Option(None, "--out", help="Per-task results (JSONL)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
 ) -> None:
     """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
     import json
@@ -72,6 +73,7 @@ def eval_cmd(
             on_rollout=bar.advance,
             on_start=bar.start,
             export_path=export,
+            force=force,
         )
     finally:
         bar.close()

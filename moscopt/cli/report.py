@@ -21,6 +21,7 @@ def report_cmd(
         help="Report file, or a directory (no suffix) for report.md/.html (default: <run>/).",
     ),
     html_out: bool = typer.Option(False, "--html", help="Write HTML instead of Markdown."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing -o file."),
 ) -> None:
     """Write a Markdown/HTML report: settings and totals, a learning-curve plot (PNG next to the
     report), best validation score per epoch, evaluated modes (from `moscopt eval --run`), every
@@ -28,7 +29,7 @@ def report_cmd(
     from moscopt.history import open_run
     from moscopt.report import write_report
 
-    result = write_report(open_run(run), out, html_out=html_out)
+    result = write_report(open_run(run), out, html_out=html_out, force=force)
     for note in result.notes:
         typer.echo(f"moscopt: {note}", err=True)
     typer.echo(f"report: {result.path}")
