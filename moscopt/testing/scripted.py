@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,6 +21,7 @@ from moscopt.engine import initial_state
 from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
+from moscopt.testing.fake_lm import FakeLM
 
 MAGIC = "Always double-check the final number."
 VAGUE = "Be vague about the method."
@@ -57,38 +59,77 @@ def edit(anchor: str, content: str, op: str = "add") -> str:
     )
 
 
-def respond(request: LMRequest) -> str:
+def _gate(request: LMRequest) -> str:
+    return "ACTIVATE: careful-computation, detail-verifier"
+
+
+def _reflect(request: LMRequest) -> str:
+    return "- The agent never double-checks the final number.\n- It rushes."
+
+
+def _propose(request: LMRequest) -> str:
+    """careful-computation: first a regressing (useless) edit that must be rejected, then — once
+    the rejection is shown to the proposal — the rule; other skills: an anchor matching nothing."""
+    last = request.messages[-1]["content"]
+    if skill_name(last) == "careful-computation":
+        return edit("", MAGIC if VAGUE in last else VAGUE)
+    return edit("this anchor does not exist", "x")
+
+
+def _child(request: LMRequest) -> str:
+    name = "child-" + hashlib.sha256(request.messages[-1]["content"].encode()).hexdigest()[:6]
+    body = "# Child\n\n1. Plan.\n2. Compute.\n3. Check.\n4. Answer.\n"
+    return json.dumps({"name": name, "description": "A derived skill.", "body": body})
+
+
+def _agent(request: LMRequest) -> str:
     msgs = request.messages
-    last = msgs[-1]["content"]
     system = msgs[0]["content"] if msgs[0]["role"] == "system" else ""
-    if "## Available skills" in last:
-        return "ACTIVATE: careful-computation, detail-verifier"
-    if "diagnose what the skill fails" in last:
-        return "- The agent never double-checks the final number.\n- It rushes."
-    if "Propose small, targeted edits that fix the failure" in last:
-        name = skill_name(last)
-        rejected = last.split("## Edits already rejected", 1)[1].split("## Lessons", 1)[0]
-        if name == "careful-computation":
-            if VAGUE not in rejected:
-                return edit("", VAGUE)  # a regressing (useless) edit: must be rejected
-            return edit("", MAGIC)
-        return edit("this anchor does not exist", "x")
-    if "routing analysis" in last:
-        return "- Planner is never used for arithmetic."
-    if "routing rules" in last:
-        return edit("", "Prefer careful-computation for arithmetic.")
-    if "long-term memory" in last:
-        return "- Adding an explicit double-check helped.\n- Vague advice did not."
-    if "new skill" in last or "fresh skill" in last:
-        name = "child-" + hashlib.sha256(last.encode()).hexdigest()[:6]
-        body = "# Child\n\n1. Plan.\n2. Compute.\n3. Check.\n4. Answer.\n"
-        return json.dumps({"name": name, "description": "A derived skill.", "body": body})
-    if "edit budget" in last:
-        return "L: 3"
-    # the agent
     if MAGIC in system:
-        return f"Careful.\nFINAL ANSWER: {gold_of(last)}"
+        return f"Careful.\nFINAL ANSWER: {gold_of(msgs[-1]['content'])}"
     return "FINAL ANSWER: 0"
+
+
+# The scripted world by the purpose of each call (FakeLM(routes=ROUTES)): what it answers
+# depends on the skills' text in the request, never on the wording of moscopt's prompts.
+ROUTES: dict[str, Callable[[LMRequest], str]] = {
+    "gate": _gate,
+    "reflect-skill": _reflect,
+    "reflect-gate": lambda r: "- Planner is never used for arithmetic.",
+    "merge": lambda r: r.messages[-1]["content"].split("### Analysis 1\n", 1)[-1],
+    "propose-skill": _propose,
+    "propose-gate": lambda r: edit("", "Prefer careful-computation for arithmetic."),
+    "memory": lambda r: "- Adding an explicit double-check helped.\n- Vague advice did not.",
+    "evolve": _child,
+    "budget": lambda r: "L: 3",
+    "agent": _agent,
+}
+
+# The loopback server sees only the HTTP body, which carries no purpose: there (and only
+# there) the purpose is recognised from the prompt's opening words.
+_OPENINGS = (
+    ("## Available skills", "gate"),
+    ("diagnose what the skill fails", "reflect-skill"),
+    ("Propose small, targeted edits that fix the failure", "propose-skill"),
+    ("routing analysis", "reflect-gate"),
+    ("routing rules", "propose-gate"),
+    ("long-term memory", "memory"),
+    ("new skill", "evolve"),
+    ("fresh skill", "evolve"),
+    ("edit budget", "budget"),
+)
+
+
+def respond(request: LMRequest) -> str:
+    """`ROUTES` for a caller that cannot tell the purpose (the loopback server's body)."""
+    last = request.messages[-1]["content"]
+    purpose = next((p for opening, p in _OPENINGS if opening in last), "agent")
+    return ROUTES[purpose](request)
+
+
+def scripted_lm() -> FakeLM:
+    """A FakeLM playing the scripted world, dispatching on each call's purpose."""
+    return FakeLM(routes=ROUTES)
 
 
 def make_run(

@@ -21,8 +21,7 @@ import pytest
 from moscopt.engine import Trainer
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
-from moscopt.testing import FakeLM
-from moscopt.testing.scripted import make_run, respond
+from moscopt.testing.scripted import make_run, scripted_lm
 
 OVERRIDES: dict[str, Any] = {"evolution.enabled": True, "credit.c_min": 1}
 
@@ -37,8 +36,8 @@ def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool) -> None:
         config=config,
         benchmark=bench,
         splits=sp,
-        agent_lm=FakeLM(responder=respond),
-        optimizer_lm=FakeLM(responder=respond),
+        agent_lm=scripted_lm(),
+        optimizer_lm=scripted_lm(),
         seeds=seeds,
     )
     asyncio.run(trainer.train())

@@ -12,7 +12,7 @@ from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.testing import FakeLM
-from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond
+from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond, scripted_lm
 
 
 def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool, lm: FakeLM) -> Trainer:
@@ -31,7 +31,7 @@ def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool, lm: FakeLM
 
 def test_reflect_propose_validate_accept_and_reject(tmp_path: Path, seed_dir: Path) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir)
-    lm = FakeLM(responder=respond)
+    lm = scripted_lm()
     trainer = train(run, config, bench, sp, seeds, lm)
     state = trainer.state
     assert state.status == "done" and state.epoch == 2
@@ -42,9 +42,8 @@ def test_reflect_propose_validate_accept_and_reject(tmp_path: Path, seed_dir: Pa
     # the regressing edit was rejected, and the next proposal for that skill was shown it
     proposals = [
         r.messages[-1]["content"]
-        for r in lm.history
-        if "Propose small, targeted edits" in r.messages[-1]["content"]
-        and "name: careful-computation" in r.messages[-1]["content"]
+        for r, purpose in zip(lm.history, lm.purposes, strict=True)
+        if purpose == "propose-skill" and "name: careful-computation" in r.messages[-1]["content"]
     ]
     assert VAGUE not in proposals[0].split("## Edits already rejected")[1].split("## Lessons")[0]
     rejected_section = proposals[1].split("## Edits already rejected")[1].split("## Lessons")[0]
@@ -66,13 +65,13 @@ def test_reflect_propose_validate_accept_and_reject(tmp_path: Path, seed_dir: Pa
 
 def test_gate_editing_phase_runs_on_routing_failures(tmp_path: Path, seed_dir: Path) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.epochs": 1})
-    lm = FakeLM(responder=respond)
+    lm = scripted_lm()
     train(run, config, bench, sp, seeds, lm)
     gate_edits = [e for e in run.events.of_type("edit") if e.target == "gate"]
     # epoch 0's failures are routing cases; the skill edit already fixed validation (1.0), so
     # the gate edit cannot strictly improve it and is rejected
     assert [(e.status, e.before, e.after) for e in gate_edits] == [("rejected", 1.0, 1.0)]
-    reflect = next(r for r in lm.history if "routing analysis" in r.messages[-1]["content"])
+    reflect = next(r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "reflect-gate")
     assert (
         "activated: careful-computation, detail-verifier -> reward 0.00"
         in reflect.messages[-1]["content"]
@@ -88,9 +87,9 @@ def test_single_skill_mode_makes_no_gate_call(tmp_path: Path, seed_dir: Path) ->
     pool = Pool(skills=(seeds.get("careful-computation"),), gate=seeds.gate)
     state = run.load_state()
     run.save(state, pool)
-    lm = FakeLM(responder=respond)
+    lm = scripted_lm()
     trainer = train(run, config, bench, sp, seeds, lm)
-    assert not any("## Available skills" in r.messages[-1]["content"] for r in lm.history)
+    assert "gate" not in lm.purposes
     assert trainer.state.optimizers["careful-computation"].accepted == 1
     assert {e.activation for e in run.events.of_type("rollout")} == {"single"}
 
@@ -107,7 +106,7 @@ def test_interrupted_run_resumes_to_the_same_pool(
     ref_run, config, bench, sp, seeds = make_run(
         tmp_path / "ref", seed_dir, **{"evolution.enabled": True, "credit.c_min": 1}
     )
-    train(ref_run, config, bench, sp, seeds, FakeLM(responder=respond))
+    train(ref_run, config, bench, sp, seeds, scripted_lm())
     reference = ref_run.load_pool()
 
     run, config, bench, sp, seeds = make_run(
@@ -124,7 +123,7 @@ def test_interrupted_run_resumes_to_the_same_pool(
 
     with pytest.raises(Crash):
         train(run, config, bench, sp, seeds, FakeLM(responder=crashing))
-    resumed = train(run, config, bench, sp, seeds, FakeLM(responder=respond))
+    resumed = train(run, config, bench, sp, seeds, scripted_lm())
     assert resumed.state.status == "done"
     assert run.load_pool() == reference
     ref_state = ref_run.load_state()
@@ -135,7 +134,7 @@ def test_interrupted_run_resumes_to_the_same_pool(
 
 def test_no_interleaving_ablation_edits_everything_at_once(tmp_path: Path, seed_dir: Path) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.interleave": False})
-    trainer = train(run, config, bench, sp, seeds, FakeLM(responder=respond))
+    trainer = train(run, config, bench, sp, seeds, scripted_lm())
     edits = run.events.of_type("edit")
     assert {e.phase for e in edits} == {"skills"}  # no separate gate phase
     first = next(e for e in edits if e.status == "rejected")
@@ -149,9 +148,9 @@ def test_routing_ablations_make_no_gate_calls(
     tmp_path: Path, seed_dir: Path, policy: str, source: str
 ) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"gating.policy": policy})
-    lm = FakeLM(responder=respond)
+    lm = scripted_lm()
     train(run, config, bench, sp, seeds, lm)
-    assert not any("## Available skills" in r.messages[-1]["content"] for r in lm.history)
+    assert "gate" not in lm.purposes
     rollouts = run.events.of_type("rollout")
     assert {e.activation for e in rollouts} == {source}
     assert all(len(e.skills) == (2 if policy == "random" else 3) for e in rollouts)
@@ -259,7 +258,7 @@ def test_autonomous_schedule_asks_the_optimizer_for_the_budget(
     run, config, bench, sp, seeds = make_run(
         tmp_path, seed_dir, **{"optimizer.schedule": "autonomous", "training.epochs": 1}
     )
-    lm = FakeLM(responder=respond)  # answers the budget prompt with "L: 3"
+    lm = scripted_lm()  # answers the budget prompt with "L: 3"
     train(run, config, bench, sp, seeds, lm)
     asked = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "budget"]
     proposals = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "propose-skill"]
