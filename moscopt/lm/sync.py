@@ -10,10 +10,42 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+async def _finish(cleanup: Callable[[], Awaitable[None]] | None) -> None:
+    """As `asyncio.run` ends: the owner's clean-up, then cancel what libraries left running on
+    the loop (litellm's logging worker), then close the async generators still suspended."""
+    if cleanup is not None:
+        await cleanup()
+    me = asyncio.current_task()
+    others = [t for t in asyncio.all_tasks() if t is not me]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
+    await asyncio.get_running_loop().shutdown_asyncgens()
+
+
+def _shutdown(
+    loop: asyncio.AbstractEventLoop,
+    thread: threading.Thread,
+    cleanup: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    if threading.current_thread() is thread:  # collected on its own loop: just let it end
+        loop.call_soon(loop.stop)
+        return
+    try:
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(_finish(cleanup), loop).result(timeout=10)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
 
 
 class LoopThread:
@@ -24,6 +56,7 @@ class LoopThread:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -32,6 +65,9 @@ class LoopThread:
                 thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
                 thread.start()
                 self._loop, self._thread = loop, thread
+                # an owner that never calls close: the loop still ends cleanly, when this is
+                # collected or at the latest at exit
+                self._finalizer = weakref.finalize(self, _shutdown, loop, thread)
             return self._loop
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -50,27 +86,9 @@ class LoopThread:
     def close(self, cleanup: Callable[[], Awaitable[None]] | None = None) -> None:
         """Run `cleanup()` on the loop (if it ever started), then stop the loop and its thread."""
         with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None:
+            loop, thread, finalizer = self._loop, self._thread, self._finalizer
+            self._loop = self._thread = self._finalizer = None
+        if loop is None or thread is None or finalizer is None:
             return
-
-        async def final() -> None:
-            if cleanup is not None:
-                await cleanup()
-            # as `asyncio.run` ends: cancel what libraries left running on this loop (litellm's
-            # logging worker), then close the async generators still suspended
-            me = asyncio.current_task()
-            others = [t for t in asyncio.all_tasks() if t is not me]
-            for task in others:
-                task.cancel()
-            await asyncio.gather(*others, return_exceptions=True)
-            await asyncio.get_running_loop().shutdown_asyncgens()
-
-        try:
-            asyncio.run_coroutine_threadsafe(final(), loop).result(timeout=10)
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout=10)
-            if not thread.is_alive():
-                loop.close()
+        finalizer.detach()
+        _shutdown(loop, thread, cleanup)
