@@ -67,8 +67,9 @@ class PoolConfig(_Section):
 
 class GatingConfig(_Section):
     granularity: Literal["task", "step"] = "task"
-    # `llm` is MOSCOPT's gate; `random` and `all` (K = N) are ablations.
-    policy: Literal["llm", "random", "all"] = "llm"
+    # `llm` is MOSCOPT's gate; `random` and `all` (K = N) are ablations; `familiarity` is the
+    # learned router (no LLM call, adaptive K: `router`), `hybrid` its shortlist + the LLM gate.
+    policy: Literal["llm", "random", "all", "familiarity", "hybrid"] = "llm"
     enrich_epoch: int = Field(
         2, ge=0, description="epoch from which Q-scores join the summary table"
     )
@@ -79,6 +80,31 @@ class GatingConfig(_Section):
     rebuild_window: int = Field(
         3, ge=1, description="consecutive steps the failure rate is taken over"
     )
+
+
+class RouterConfig(_Section):
+    """The familiarity router (`gating.policy: familiarity` or `hybrid`; moscopt.routing)."""
+
+    k_min: int = Field(1, ge=1, description="fewest skills activated per task")
+    k_max: int = Field(3, ge=1, description="most skills activated per task")
+    theta: float = Field(0.5, gt=0.0, description="cumulative familiarity that ends the set")
+    tau: float = Field(1.0, gt=0.0, description="familiarity = exp(-distance / tau)")
+    margin: float = Field(2.0, gt=0.0, description="distance up to which failures push a head")
+    lr: float = Field(2.0, gt=0.0, description="learning rate of the predictor heads")
+    exploration: float = Field(0.5, ge=0.0, description="weight of the training-time bonus")
+    feature_dim: int = Field(12, ge=1, description="principal directions the heads read")
+    # contrast: a skill's success rate near the task when active minus when not; relative: the
+    # paper's, minus the mean of the skills active with it
+    credit: Literal["contrast", "relative"] = "contrast"
+    # a sentence-transformers model (the offline MiniLM by default) or "hashing" (no model)
+    embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    shortlist: int = Field(4, ge=1, description="hybrid: skills the LLM gate chooses K from")
+
+    @model_validator(mode="after")
+    def _check_k(self) -> RouterConfig:
+        if self.k_min > self.k_max:
+            raise ValueError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
+        return self
 
 
 class CreditConfig(_Section):
@@ -290,6 +316,7 @@ class Config(_Section):
     runs_dir: str = "runs"
     pool: PoolConfig = Field(default_factory=PoolConfig)
     gating: GatingConfig = Field(default_factory=GatingConfig)
+    router: RouterConfig = Field(default_factory=RouterConfig)
     credit: CreditConfig = Field(default_factory=CreditConfig)
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     evolution: EvolutionConfig = Field(default_factory=EvolutionConfig)

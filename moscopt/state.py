@@ -123,6 +123,8 @@ class RunState(_Record):
     gate_failure_rates: list[float] = Field(default_factory=list)
     epoch_accepted: dict[str, list[str]] = Field(default_factory=dict)  # summaries, per target
     niches: NicheState | None = None  # niches, competence and transfer (None: niches off)
+    # the familiarity router's heads, counts and buffer (moscopt.routing.engine; None: not used)
+    router: dict[str, Any] | None = None
 
     def accepted_edits(self) -> int:
         return sum(o.accepted for o in self.optimizers.values())

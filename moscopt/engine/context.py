@@ -25,6 +25,7 @@ from moscopt.state import Cursor, RunState, Totals
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Splits, Task
+    from moscopt.routing.engine import FamiliarityRuntime
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -67,6 +68,12 @@ class Context:
         n_val = max(1, math.ceil(config.optimizer.p_val * len(splits.val)))
         self.val_tasks: list[Task] = list(splits.val[:n_val])
         self.observers: list[Observer] = []
+        self.familiarity: FamiliarityRuntime | None = None  # the learned router's heads
+        if config.gating.policy in ("familiarity", "hybrid"):
+            from moscopt.routing.engine import FamiliarityRuntime
+
+            self.familiarity = FamiliarityRuntime(self)
+            self.observers.append(self.familiarity)
         for lm in (agent_lm, optimizer_lm):
             sink = getattr(lm, "events", None)
             if isinstance(sink, CallSink):
@@ -96,6 +103,8 @@ class Context:
     # -- routing and agents ----------------------------------------------------------------------
 
     def router(self, pool: Pool, stats: GateStats) -> Router:
+        if self.familiarity is not None and not (len(pool) == 1 and self.config.pool.k == 1):
+            return self.familiarity.router(pool, stats)
         return make_router(self.config, pool, self.agent_lm, stats=stats)
 
     def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:

@@ -1,0 +1,155 @@
+"""The familiarity router inside the training engine (`gating.policy: familiarity | hybrid`).
+
+`FamiliarityRuntime` is built by `Context` for those policies. It gives the engine its routers
+(`router`) and is an engine `Observer`: after each skill-editing minibatch's rollouts are logged
+and credited it trains the heads on them and writes its state to `ctx.state.router` (saved right
+after by the engine, so a resumed run continues with the same heads).
+
+Two views of the heads, as the engine keeps two views of the statistics:
+- the live heads route the minibatch being rolled out, with the exploration bonus;
+- validation routes with the heads frozen at the start of the skills phase (the first
+  minibatch of the epoch takes the snapshot before it learns), without the bonus, so every
+  acceptance decision of the phase compares pools under the same router; in the other phases
+  the heads do not change and validation uses them as they are.
+
+The heads are created on first use: the projection is fitted on the embeddings of (up to
+`FIT_TASKS` of) the training tasks, sorted by id, so a run and its resumption fit the same one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from moscopt.gating import GateStats, Router, constrained_gate
+from moscopt.routing.familiarity import FamiliarityModel, Hyper, LearnStats, Observation
+from moscopt.routing.features import FeatureCache, make_embedder
+from moscopt.routing.projection import Projection
+from moscopt.routing.router import FamiliarityRouter, HybridRouter
+
+if TYPE_CHECKING:
+    from moscopt.config import RouterConfig
+    from moscopt.engine.context import Context
+    from moscopt.harness import Rollout
+    from moscopt.skills import Pool
+
+FIT_TASKS = 512
+POLICIES = ("familiarity", "hybrid")
+
+
+def hyper_of(cfg: RouterConfig) -> Hyper:
+    return Hyper(
+        k_min=cfg.k_min,
+        k_max=cfg.k_max,
+        theta=cfg.theta,
+        tau=cfg.tau,
+        margin=cfg.margin,
+        lr=cfg.lr,
+        exploration=cfg.exploration,
+        feature_dim=cfg.feature_dim,
+        credit=cfg.credit,
+    )
+
+
+def rolling_out(ctx: Context) -> bool:
+    """Whether the engine is rolling out a skill-editing minibatch (the only routing that
+    trains and explores): the skills phase, a minibatch started and not yet credited.
+    Validation runs at a phase start (no minibatch started) or after the credit."""
+    c = ctx.cursor
+    return c.phase == "skills" and not c.credited and c.batch_start is not None
+
+
+class FamiliarityRuntime:
+    """Routers and online training of the familiarity estimator for one training process."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        cfg = ctx.config.router
+        self.hyper = hyper_of(cfg)
+        self.features = FeatureCache(make_embedder(cfg.embedding_model))
+        self.model: FamiliarityModel | None = None
+        self.view: FamiliarityModel | None = None
+        self.view_epoch: int | None = None
+        self.last: LearnStats | None = None
+        self._lock = threading.Lock()
+        data = ctx.state.router
+        if data:
+            self.model = FamiliarityModel.from_json(data["model"], self.hyper)
+            view = data.get("view")
+            if view:
+                self.view = FamiliarityModel.from_json(view["heads"], self.hyper)
+                self.view_epoch = int(view["epoch"])
+
+    # -- the heads -------------------------------------------------------------------------------
+
+    async def live(self) -> FamiliarityModel:
+        if self.model is None:
+            await asyncio.to_thread(self._create)
+        assert self.model is not None
+        return self.model
+
+    async def frozen(self) -> FamiliarityModel:
+        """The heads validation routes with: the skills phase's view while in that phase."""
+        ctx = self.ctx
+        in_phase = ctx.cursor.phase == "skills" and self.view_epoch == ctx.state.epoch
+        if self.view is not None and in_phase:
+            return self.view
+        return await self.live()
+
+    def _create(self) -> None:
+        with self._lock:  # concurrent first routings create the heads once
+            if self.model is not None:
+                return
+            ctx = self.ctx
+            tasks = sorted(ctx.splits.train, key=lambda t: t.id)[:FIT_TASKS]
+            vectors = [self.features.vector(t.prompt) for t in tasks]
+            projection = Projection.fit(vectors, self.hyper.feature_dim)
+            self.model = FamiliarityModel(
+                projection=projection, seed=ctx.config.seed, hyper=self.hyper, names=ctx.pool.names
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        assert self.model is not None
+        view = None
+        if self.view is not None and self.view_epoch is not None:
+            view = {"epoch": self.view_epoch, "heads": self.view.heads_json()}
+        return {
+            "embedding_model": self.features.name,
+            "model": self.model.to_json(),
+            "view": view,
+        }
+
+    # -- the engine's seams ----------------------------------------------------------------------
+
+    def router(self, pool: Pool, stats: GateStats) -> Router:
+        """The router for `pool`: live and exploring while a minibatch is rolled out, frozen
+        (the phase's view) and greedy for validation."""
+        ctx = self.ctx
+        live = rolling_out(ctx)
+        familiarity = FamiliarityRouter(
+            self.live if live else self.frozen, self.features, pool.names, explore=live
+        )
+        if ctx.config.gating.policy != "hybrid" or pool.gate is None:
+            return familiarity
+        return HybridRouter(
+            familiarity,
+            ctx.agent_lm,
+            pool,
+            min(ctx.config.pool.k, len(pool)),
+            stats,
+            shortlist=ctx.config.router.shortlist,
+            constrained=constrained_gate(ctx.agent_lm.model, ctx.config.gating.output),
+        )
+
+    async def after_rollouts(self, ctx: Context, rollouts: Sequence[Rollout]) -> None:
+        model = (await self.live()).synced(ctx.pool.names)
+        if self.view_epoch != ctx.state.epoch:  # the phase's first minibatch: freeze its view
+            self.view, self.view_epoch = model.copy(), ctx.state.epoch
+        batch = [Observation(r.task_id, tuple(r.active), float(r.reward)) for r in rollouts]
+        keys = sorted({ob.key for ob in (*model.buffer, *batch)} & set(ctx.tasks))
+        vectors = await self.features.vectors([ctx.tasks[k].prompt for k in keys])
+        self.last = model.learn(batch, dict(zip(keys, vectors, strict=True)))
+        self.model = model
+        ctx.state.router = self.to_json()

@@ -1,0 +1,118 @@
+"""The familiarity router inside the trainer: it routes every rollout with no LLM call, learns
+after each minibatch, explores only while rolling out, and resumes to the same heads.
+
+The world (`moscopt.testing.router_world.NicheWorld`): offline-benchmark tasks of six families,
+each solved only when its specialist skill is active; edits never apply (their anchor matches
+nothing), so the pool stays fixed and what changes is the router.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from moscopt.engine import Trainer
+from moscopt.lm.base import LMRequest
+from moscopt.routing import engine as routing_engine
+from moscopt.routing.router import FamiliarityRouter
+from moscopt.rundir import RunDir
+from moscopt.skills import Pool
+from moscopt.testing import FakeLM
+from moscopt.testing.router_world import make_router_run, trainer_routes
+
+
+def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool, lm: FakeLM) -> Trainer:
+    trainer = Trainer(
+        run=RunDir.open(run.path), config=config, benchmark=bench, splits=sp,
+        agent_lm=lm, optimizer_lm=lm, seeds=seeds,
+    )  # fmt: skip
+    asyncio.run(trainer.train())
+    return trainer
+
+
+class Recorder(FamiliarityRouter):
+    built: ClassVar[list[bool]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        Recorder.built.append(self.explore)
+
+
+def test_familiarity_policy_routes_with_no_llm_call_and_explores_only_rolling_out(
+    tmp_path: Path, seed_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(routing_engine, "FamiliarityRouter", Recorder)
+    Recorder.built = []
+    run, config, bench, sp, seeds, world = make_router_run(tmp_path, seed_dir)
+    lm = FakeLM(routes=trainer_routes(world))
+    trainer = train(run, config, bench, sp, seeds, lm)
+    state = trainer.state
+    assert state.status == "done" and "gate" not in lm.purposes
+    rollouts = run.events.of_type("rollout")
+    assert rollouts and {e.activation for e in rollouts} == {"familiarity"}
+    assert all(1 <= len(e.skills) <= 3 for e in rollouts)  # k_min .. k_max
+    # one exploring router per minibatch (6 per epoch), every validation greedy
+    assert Recorder.built.count(True) == 12
+    assert Recorder.built.count(False) == len(run.events.of_type("validation"))
+    # the heads were trained and saved; every skill was tried
+    saved = run.load_state().router
+    assert saved is not None and saved["embedding_model"] == "hashing-256"
+    assert saved["model"]["routed"] == len(rollouts)
+    assert set(saved["model"]["allocated"]) == set(trainer.pool.names)
+    assert saved["view"]["epoch"] == 1
+
+
+class Crash(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("crash_at", [5, 23, 40])
+def test_an_interrupted_run_resumes_to_the_same_heads(
+    tmp_path: Path, seed_dir: Path, crash_at: int
+) -> None:
+    ref, config, bench, sp, seeds, world = make_router_run(tmp_path / "ref", seed_dir)
+    train(ref, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
+    reference = ref.load_state().router
+
+    run, config, bench, sp, seeds, world = make_router_run(tmp_path / "crash", seed_dir)
+    calls = 0
+
+    def crashing(request: LMRequest) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == crash_at:
+            raise Crash()
+        return world.respond(request)
+
+    with pytest.raises(Crash):
+        train(
+            run,
+            config,
+            bench,
+            sp,
+            seeds,
+            FakeLM(routes={**trainer_routes(world), "agent": crashing}),
+        )
+    resumed = train(run, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
+    assert resumed.state.status == "done"
+    assert run.load_state().router == reference
+    assert len(run.events.of_type("rollout")) == len(ref.events.of_type("rollout"))
+
+
+def test_hybrid_policy_asks_the_gate_to_choose_within_the_shortlist(
+    tmp_path: Path, seed_dir: Path
+) -> None:
+    run, config, bench, sp, seeds, world = make_router_run(
+        tmp_path, seed_dir, **{"gating.policy": "hybrid", "router.shortlist": 3}
+    )
+    lm = FakeLM(routes=trainer_routes(world))
+    train(run, config, bench, sp, seeds, lm)
+    gates = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "gate"]
+    assert gates and all(
+        len(r.schema["properties"]["activate"]["items"]["enum"]) == 3 for r in gates if r.schema
+    )
+    assert {e.activation for e in run.events.of_type("rollout")} <= {"gate", "partial", "fallback"}
+    assert all(len(e.skills) == 2 for e in run.events.of_type("rollout"))

@@ -1,0 +1,99 @@
+"""Features of the familiarity router: embedders, the per-text cache, the projection, arrays."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from moscopt.routing.arrays import ArrayFormatError, decode_array, encode_array
+from moscopt.routing.features import (
+    FeatureCache,
+    HashingEmbedder,
+    SentenceEmbedder,
+    make_embedder,
+)
+from moscopt.routing.projection import Projection
+
+
+class CountingEmbedder:
+    """Records the thread of every encode."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(32)
+        self.threads: list[str] = []
+
+    def encode(self, text: str) -> np.ndarray:
+        self.threads.append(threading.current_thread().name)
+        return self.inner.encode(text)
+
+
+def test_hashing_embedder_is_deterministic_and_unit_norm() -> None:
+    e = HashingEmbedder(64)
+    a, b = e.encode("Convert 3 km to m"), HashingEmbedder(64).encode("Convert 3 km to m")
+    assert a.dtype == np.float32 and a.shape == (64,)
+    assert np.array_equal(a, b) and abs(float(np.linalg.norm(a)) - 1.0) < 1e-6
+    # numbers are one token: tasks of one template are close, other templates far
+    near = float(a @ e.encode("Convert 7 km to m"))
+    far = float(a @ e.encode("How many letters are in banana?"))
+    assert near > 0.9 > 0.3 > far
+    assert np.linalg.norm(e.encode("")) == pytest.approx(1.0)
+
+
+def test_make_embedder_names() -> None:
+    assert make_embedder("hashing").name == "hashing-256"
+    assert make_embedder("hashing-32").name == "hashing-32"
+    model = make_embedder("sentence-transformers/all-MiniLM-L6-v2")
+    assert isinstance(model, SentenceEmbedder)  # nothing is loaded until the first encode
+    assert model._model is None
+
+
+def test_the_cache_encodes_each_text_once_and_off_the_event_loop() -> None:
+    embedder = CountingEmbedder()
+    cache = FeatureCache(embedder)
+
+    async def main() -> list[np.ndarray]:
+        a = await cache.vectors(["x", "y", "x"])
+        b = await asyncio.gather(*(cache.vectors(["y", "z"]) for _ in range(4)))
+        return [*a, *(v for pair in b for v in pair)]
+
+    out = asyncio.run(main())
+    assert cache.computed == 3 and len(embedder.threads) == 3
+    assert threading.main_thread().name not in embedder.threads
+    assert np.array_equal(out[0], out[2]) and not out[0].flags.writeable
+
+
+def test_projection_fit_is_deterministic_and_keeps_the_top_directions() -> None:
+    rng = np.random.default_rng(0)
+    # two clusters in 32 dimensions: the first principal direction separates them
+    a = rng.normal(size=(20, 32)) * 0.1 + np.eye(32)[0]
+    b = rng.normal(size=(20, 32)) * 0.1 - np.eye(32)[0]
+    vectors = [v.astype(np.float32) for v in np.vstack([a, b])]
+    p, q = Projection.fit(vectors, 4), Projection.fit(vectors, 4)
+    assert p.dim == 4 and p.embedding_dim == 32
+    assert np.array_equal(p.basis, q.basis) and np.array_equal(p.center, q.center)
+    assert abs(float(p.basis[0, 0])) > 0.99 and p.basis[0, 0] > 0  # sign fixed
+    z = p.apply(vectors[0])
+    assert z.shape == (4,) and float(np.linalg.norm(z)) == pytest.approx(1.0, abs=1e-5)
+    assert Projection.fit(vectors[:1], 4).dim == 32  # one vector: the identity
+    again = Projection.from_json(p.to_json())
+    assert np.array_equal(again.basis, p.basis)
+    with pytest.raises(ValueError, match="32-dimensional"):
+        p.apply(np.zeros(8, np.float32))
+
+
+def test_arrays_round_trip_exactly_and_bad_documents_are_named() -> None:
+    x = np.random.default_rng(1).normal(size=(3, 5)).astype(np.float32)
+    doc = encode_array(x)
+    assert set(doc) == {"dtype", "shape", "base64"} and doc["shape"] == [3, 5]
+    assert np.array_equal(decode_array(doc), x) and decode_array(doc).dtype == np.float32
+    with pytest.raises(ArrayFormatError, match="bytes"):
+        decode_array({**doc, "shape": [4, 5]})
+    with pytest.raises(ArrayFormatError, match="dtype"):
+        decode_array({**doc, "dtype": "int8"})
+    with pytest.raises(ArrayFormatError):
+        decode_array({"shape": [1]})
