@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from moscopt.errors import UserError
 from moscopt.gating import fallback_top_k
 from moscopt.ledger import RolloutEvent
-from moscopt.routing_table import Decision, Derivation, derive
+from moscopt.table_derivation import Decision, Derivation, derive
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Task

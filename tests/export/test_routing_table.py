@@ -8,7 +8,8 @@ import random
 import pytest
 
 from moscopt.errors import UserError
-from moscopt.routing_table import Decision, RoutingTable, StaticRouter, derive, words
+from moscopt.routing_table import RoutingTable, StaticRouter, words
+from moscopt.table_derivation import Decision, derive
 
 A, B, C = ("a", "b"), ("a", "c"), ("b", "c")
 
