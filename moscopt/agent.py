@@ -83,6 +83,10 @@ class SkillAgent:
         cls, lm: LM, benchmark: Benchmark, pool: Pool | None, router: Router, config: Config
     ) -> SkillAgent:
         """The agent `config` describes (tools, T, gating granularity, disclosure)."""
+        if config.agent.command:  # the user's own agent process (moscopt.external)
+            from moscopt.external.agent import ExternalAgent
+
+            return ExternalAgent.build(lm, benchmark, pool, router, config)
         granularity = config.gating.granularity
         tools, steps = agent_tools(
             config.agent.tools, benchmark, config.agent.max_steps, granularity=granularity

@@ -299,6 +299,23 @@ class AgentConfig(_Section):
     # False: the "no progressive disclosure" ablation (every skill body in context; the gate
     # still selects, and credit still goes to the selected skills)
     progressive_disclosure: bool = True
+    # The external-agent harness (moscopt.external): your agent's command line (`claude -p`, a
+    # script), run once per task in a fresh folder holding the activated skills; null: built in.
+    command: str | list[str] | None = None
+    # where that agent looks for skills, relative to its folder (null: .claude/skills and
+    # .agents/skills)
+    skills_path: str | list[str] | None = None
+    timeout: float = Field(600.0, gt=0.0, description="seconds per task for the external agent")
+    answer_file: str | None = None  # the answer is this file in its folder (null: its stdout)
+    parallel: int = Field(4, ge=1, description="external agents running at once")
+
+    @field_validator("skills_path", "answer_file")
+    @classmethod
+    def _inside_workdir(cls, v: str | list[str] | None) -> str | list[str] | None:
+        for p in [v] if isinstance(v, str) else v or []:
+            if not p.strip() or Path(p).is_absolute() or ".." in Path(p).parts:
+                raise ValueError(f"{p!r} must be a relative path inside the agent's folder")
+        return v
 
 
 class DataConfig(_Section):
