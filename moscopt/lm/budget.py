@@ -30,6 +30,7 @@ class LMStats:
     completion_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens the provider read from its prompt cache
     cost: float = 0.0
+    saving: float = 0.0  # USD the provider's prompt cache saved (cached prompt tokens)
     latency: float = 0.0  # summed seconds of calls made (not of cache hits)
 
     def as_dict(self) -> dict[str, float | int]:

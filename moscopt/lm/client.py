@@ -39,8 +39,8 @@ class LiteLLMClient:
 
     `stats` holds this client's totals; `budget` may be shared with other clients of the run.
     `events`, if given, receives one dict per call (model, purpose, sample, tokens, cached
-    tokens, cost, latency, cache_hit, retries, ok, error, deployment): never messages, keys or
-    headers. `transport` defaults to the one `moscopt.lm.factory.make_transport` picks.
+    tokens, cost, saving, latency, cache_hit, retries, ok, error, deployment): never messages,
+    keys or headers. `transport` defaults to the one `moscopt.lm.factory.make_transport` picks.
     """
 
     def __init__(
@@ -250,6 +250,8 @@ class LiteLLMClient:
                 self._model, raw.prompt_tokens, raw.completion_tokens, raw.cached_tokens
             )
         reservation.settle(cost)
+        # what the provider's prompt cache saved (cost above is already at the cache-read price)
+        saving = self._pricing.saving(self._model, raw.cached_tokens) if raw.cached_tokens else 0.0
         completion = Completion(
             text=raw.text,
             model=self._model,
@@ -269,11 +271,12 @@ class LiteLLMClient:
             s.prompt_tokens += raw.prompt_tokens
             s.completion_tokens += raw.completion_tokens
             s.cached_tokens += raw.cached_tokens
+            s.saving += saving
             s.cost += cost
             s.latency += latency
         if self.cache is not None:
             self.cache.put(request.key(), completion)
-        self._report(completion, purpose, ok=True)
+        self._report(completion, purpose, ok=True, saving=saving)
         return completion
 
     def _failed(

@@ -89,4 +89,6 @@ def test_a_repeated_skills_block_is_read_from_the_servers_prefix_cache() -> None
     full = pricing.cost("openai/gpt-4.1-mini", usage.prompt_tokens, usage.completion_tokens)
     assert second.cost < full
     saving = pricing.saving("openai/gpt-4.1-mini", second.usage.cached_tokens)
-    assert second.cost == pytest.approx(full - saving)
+    assert saving > 0 and second.cost == pytest.approx(full - saving)
+    assert [e["saving"] for e in events] == [0.0, pytest.approx(saving)]  # recorded per call
+    assert lm.stats.saving == pytest.approx(saving)
