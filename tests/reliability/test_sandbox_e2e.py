@@ -40,7 +40,9 @@ ATTACKS = {
     "infinite-loop": ("while True:\n    pass", "[error: timed out"),
     "fork-bomb": ("import os\nwhile True:\n    os.fork()", "[error:"),
     "huge-allocation": ("x = bytearray(10 * 1024**3)\nprint(len(x))", "MemoryError"),
-    "huge-output": ("while True:\n    print('x' * 10000)", "[error:"),
+    # the sandbox ends the run ("[error: output-limit]"); the harness may cut the observation
+    # before that line, so only its bound is checked below
+    "huge-output": ("while True:\n    print('x' * 10000)", "xxxxxxxxxx"),
     "write-outside": (f"open({str(ESCAPE)!r}, 'w').write('escaped')", "[error: blocked: writing"),
     "secret-read": (
         "import os\nprint(sorted(os.environ))\n"
