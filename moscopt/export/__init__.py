@@ -11,6 +11,8 @@ Every export is a folder::
 - static: every skill, no gate; `ROUTING.md` routes with no model call.
 - distilled: one skill the optimizer model wrote by merging the top skills, with its validation
   score next to the mixture's.
+- router: the mixture plus `router.json`, the familiarity router's heads (`moscopt.export.router`):
+  routing with no model call.
 
 The default folder is `<run>/exports/<mode>/`. Output is deterministic (same run, same bytes;
 the distilled skill is deterministic given the cached model answer). An existing export is
@@ -70,7 +72,9 @@ def export_run(
     from moscopt.rundir import RunDir
 
     if mode not in MODES:
-        raise UserError(f"unknown mode '{mode}' (mixture, static or distilled)", field="mode")
+        raise UserError(
+            f"unknown mode '{mode}' (mixture, static, distilled or router)", field="mode"
+        )
     run = RunDir.open(run_path)
     config = load_config(run.config_path, overrides or {})
     state = run.load_state()
@@ -101,8 +105,12 @@ def export_run(
         ),
     )
     files: dict[str, str] = {}
-    if mode == "mixture":
+    if mode in ("mixture", "router"):
         members = [*pool.skills, *([pool.gate] if pool.gate is not None else [])]
+        if mode == "router":  # the mixture and the familiarity router's heads
+            from moscopt.export.router import ROUTER_FILE, router_files
+
+            files[ROUTER_FILE], manifest.router = router_files(state.router, pool)
     elif mode == "static":
         members = list(pool.skills)
         files["ROUTING.md"], manifest.static = _static(run, config, state, pool, k)

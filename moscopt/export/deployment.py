@@ -13,6 +13,7 @@ from moscopt.routing_table import RoutingTable
 from moscopt.skills import Pool
 
 if TYPE_CHECKING:
+    from moscopt.export.router import RouterExport
     from moscopt.gating import GateStats
     from moscopt.rundir import RunDir
 
@@ -21,12 +22,13 @@ SKILLS_DIR = "skills"
 
 @dataclass(frozen=True)
 class Deployment:
-    """A loaded export. `table` is set for static exports only."""
+    """A loaded export. `table` is set for static exports only, `router` for router ones."""
 
     folder: Path
     manifest: Manifest
     pool: Pool
     table: RoutingTable | None
+    router: RouterExport | None = None
 
     @property
     def mode(self) -> str:
@@ -58,7 +60,12 @@ def open_export(folder: Path, mode: str | None = None) -> Deployment:
             f"a distilled export holds exactly one skill, found {len(pool)}",
             path=folder / SKILLS_DIR,
         )
-    return Deployment(folder, manifest, pool, table)
+    router = None
+    if manifest.mode == "router":
+        from moscopt.export.router import load_router
+
+        router = load_router(folder)
+    return Deployment(folder, manifest, pool, table, router)
 
 
 def open_run_export(run: RunDir, mode: str) -> Deployment:

@@ -54,7 +54,7 @@ def activation_counts(
         if niche is None:
             continue
         active = dict.fromkeys(s for sel in (r.selections or [r.skills]) for s in sel)
-        counts[niche].update(active)
+        counts[niche].update(list(active))
     return dict(counts)
 
 

@@ -1,0 +1,315 @@
+"""Routers on a loopback world: accuracy, K and routing cost of `llm`, `random`, `familiarity`
+and `hybrid` next to an oracle router.
+
+The world (`moscopt.testing.router_world.NicheWorld` behind a `FakeServer`, every call a real
+HTTP request through moscopt's LM client): the offline benchmark's six task families; the pool
+has one specialist skill per family and `--generalists` skills that solve nothing; a task is
+solved only when its family's specialist is active, and then with probability `--p-solve` (a
+fixed draw per task, so every router faces the same coins and the oracle, which activates
+exactly the specialist, scores the fraction that came up). The LLM gate is a fake that names
+the specialist, when its table offers it, with probability `--gate-accuracy` (it never
+improves: in training the gate is also edited), and answers K = `--k` ids.
+
+Protocol, per world seed: `familiarity` and `hybrid` each train their own heads for `--epochs`
+passes over the training split (minibatches of 4, routed by themselves with the exploration
+bonus, the heads learning after each minibatch as in the trainer); then every router routes the
+test split with no exploration. Reported per router: test accuracy, mean K, routing LLM calls
+and tokens (the server's word counts) per task, routing time per task inside `select` during
+the concurrent evaluation, and for the learned routers the specialization index of their test
+activations over the families (1: each skill serves one family). The familiarity router's time
+is measured with the task embeddings already computed; computing one (the model loaded, one
+text at a time) is reported apart, as is loading the model.
+
+Runs behind the choice of defaults (MiniLM, one epoch, 144 training tasks, gap to the oracle
+in points / mean K, seeds 0-9): feature_dim 12: 4.2/1.02 0.0/1.33 3.3/1.00 2.5/1.02 3.3/1.02
+10.0/1.07 1.7/1.00 3.3/1.06 1.7/1.02 3.3/1.05 (mean 3.3); feature_dim 16: mean 3.9 (seed 5:
+15.8); feature_dim 64, one seed: 18.4 (theta 0.6); credit relative (the paper's): K near 3.
+
+Usage: python scripts/bench_router.py [--seeds 0,1,2] [--embedder hashing] [--latency 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from moscopt.agent import SkillAgent
+from moscopt.benchmarks import Benchmark, Task, get_benchmark
+from moscopt.config import load_config
+from moscopt.evaluate import run_tasks
+from moscopt.gating import Activation, GateStats, LLMGate, RandomGate, Router
+from moscopt.lm.base import LM
+from moscopt.lm.factory import build_lm
+from moscopt.resources import seed_skills_dir
+from moscopt.routing.familiarity import FamiliarityModel, Hyper, Observation
+from moscopt.routing.features import MINILM, FeatureCache, make_embedder
+from moscopt.routing.projection import Projection
+from moscopt.routing.router import FamiliarityRouter, HybridRouter
+from moscopt.routing.specialization import specialization_index
+from moscopt.skills import Pool
+from moscopt.testing import FakeServer
+from moscopt.testing.router_world import NicheWorld, OracleRouter, niche_pool
+
+POLICIES = ("oracle", "llm", "random", "familiarity", "hybrid")
+
+
+@dataclass
+class Timed:
+    """A router that records what each selection cost."""
+
+    inner: Router
+    seconds: list[float] = field(default_factory=list)
+    activations: list[Activation] = field(default_factory=list)
+
+    async def select(self, task_text: str, *, sample: int = 0) -> Activation:
+        started = time.perf_counter()
+        activation = await self.inner.select(task_text, sample=sample)
+        self.seconds.append(time.perf_counter() - started)
+        self.activations.append(activation)
+        return activation
+
+
+@dataclass
+class Row:
+    policy: str
+    accuracy: float
+    k: float
+    calls: float
+    tokens: float
+    ms: float
+    specialization: float | None = None
+
+
+def routing_cost(timed: Timed, n: int) -> tuple[float, float, float]:
+    """(LLM calls, tokens, milliseconds) of routing, per task."""
+    calls = tokens = 0
+    for a in timed.activations:
+        if a.usage is not None:
+            calls += 0 if a.usage.cache_hit else 1
+            tokens += a.usage.usage.prompt_tokens + a.usage.usage.completion_tokens
+    return calls / n, tokens / n, 1000 * sum(timed.seconds) / n
+
+
+class World:
+    """One seed's world: the server, the LM, the pool, the tasks."""
+
+    def __init__(self, args: argparse.Namespace, seed: int, features: FeatureCache) -> None:
+        self.args, self.seed, self.features = args, seed, features
+        self.bench: Benchmark = get_benchmark("offline")
+        sp = self.bench.load(sizes={"train": args.train, "val": 12, "test": args.test})
+        self.train, self.test = list(sp["train"]), list(sp["test"])
+        self.world = NicheWorld(
+            list(sp["all"]), p_solve=args.p_solve, gate_accuracy=args.gate_accuracy, seed=seed
+        )
+        gate = Pool.load(seed_skills_dir(), require_gate=True).gate
+        self.pool = niche_pool(self.world.families, args.generalists, gate)
+        self.server = FakeServer(responder=self.world, latency=args.latency).start()
+        overrides = {"model": "openai/fake", "api_base": self.server.url, "seed": 0}
+        config = load_config(None, {**overrides, "llm.cache": False, "llm.concurrency": 64})
+        self.lm: LM = build_lm(config, api_key="sk-fake")
+        self.hyper = replace(
+            Hyper(),
+            **{
+                k: v
+                for k, v in vars(args).items()
+                if k in Hyper.__dataclass_fields__ and v is not None
+            },
+        )
+
+    def close(self) -> None:
+        close = getattr(self.lm, "close", None)
+        if close is not None:
+            close()
+        self.server.stop()
+
+    def family(self, task: Task) -> str:
+        return self.world.family_of(task)
+
+    async def run(self, router: Router, tasks: Sequence[Task], sample: int = 0) -> list[Any]:
+        agent = SkillAgent(self.lm, self.bench, self.pool, router)
+        return await run_tasks(agent, tasks, concurrency=16, sample=sample)
+
+    def model(self) -> FamiliarityModel:
+        vectors = [self.features.vector(t.prompt) for t in self.train]
+        projection = Projection.fit(vectors, self.hyper.feature_dim)
+        return FamiliarityModel(
+            projection=projection, seed=self.seed, hyper=self.hyper, names=self.pool.names
+        )
+
+    def router(self, policy: str, model: FamiliarityModel | None, explore: bool) -> Router:
+        k = self.args.k
+        if policy == "oracle":
+            return OracleRouter(self.world)
+        if policy == "llm":
+            return LLMGate(self.lm, self.pool, k, GateStats(), constrained=True)
+        if policy == "random":
+            return RandomGate(self.pool, k, self.seed)
+        assert model is not None
+        fam = FamiliarityRouter(model, self.features, self.pool.names, explore=explore)
+        if policy == "familiarity":
+            return fam
+        return HybridRouter(
+            fam, self.lm, self.pool, k, shortlist=self.args.shortlist, constrained=True
+        )
+
+    async def learn(self, policy: str) -> FamiliarityModel:
+        """Train `policy`'s heads on the training split, minibatch by minibatch."""
+        model = self.model()
+        vectors = {t.id: self.features.vector(t.prompt) for t in [*self.train, *self.test]}
+        for epoch in range(self.args.epochs):
+            order = list(self.train)
+            random.Random(f"{self.seed}:{epoch}").shuffle(order)
+            for i in range(0, len(order), 4):
+                router = self.router(policy, model, explore=True)
+                rollouts = await self.run(router, order[i : i + 4], sample=epoch)
+                batch = [Observation(r.task_id, r.active, r.reward) for r in rollouts]
+                model.learn(batch, vectors)
+        return model
+
+    async def measure(self, policy: str) -> tuple[Row, FamiliarityModel | None]:
+        model = await self.learn(policy) if policy in ("familiarity", "hybrid") else None
+        timed = Timed(self.router(policy, model, explore=False))
+        rollouts = await self.run(timed, self.test)
+        n = len(rollouts)
+        calls, tokens, ms = routing_cost(timed, n)
+        special = None
+        if model is not None:
+            by_task = {t.id: self.family(t) for t in self.test}
+            counts: dict[str, Counter[str]] = {}
+            for r in rollouts:
+                counts.setdefault(by_task[r.task_id], Counter()).update(r.skills)
+            special = specialization_index(counts)
+        accuracy = sum(r.reward for r in rollouts) / n
+        k = sum(len(r.skills) for r in rollouts) / n
+        return Row(policy, accuracy, k, calls, tokens, ms, special), model
+
+
+def heads_ms(model: FamiliarityModel, features: FeatureCache, tasks: Sequence[Task]) -> float:
+    """Routing one task with its embedding computed: the heads, the ranking and the cutoff."""
+    xs = [features.vector(t.prompt) for t in tasks]
+    started = time.perf_counter()
+    for x in xs:
+        model.route(x)
+    return 1000 * (time.perf_counter() - started) / len(xs)
+
+
+def print_rows(rows: Sequence[Row], title: str) -> None:
+    print(title)
+    head = (
+        f"{'router':12} {'accuracy':>8} {'mean K':>7} {'LLM calls/task':>15} "
+        f"{'tokens/task':>12} {'ms/task':>9} {'specialization':>15}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        special = "-" if r.specialization is None else f"{r.specialization:.3f}"
+        print(
+            f"{r.policy:12} {r.accuracy:8.3f} {r.k:7.2f} {r.calls:15.2f} {r.tokens:12.1f} "
+            f"{r.ms:9.3f} {special:>15}"
+        )
+    print()
+
+
+async def one_seed(args: argparse.Namespace, seed: int, features: FeatureCache) -> list[Row]:
+    world = World(args, seed, features)
+    try:
+        rows, model = [], None
+        for policy in POLICIES:
+            row, trained = await world.measure(policy)
+            rows.append(row)
+            model = trained if policy == "familiarity" else model
+        assert model is not None
+        print_rows(rows, f"seed {seed}: {len(world.test)} test tasks, {len(world.pool)} skills")
+        print(
+            f"familiarity heads + cutoff, embedding already computed: "
+            f"{heads_ms(model, features, world.test):.3f} ms/task\n"
+        )
+        return rows
+    finally:
+        world.close()
+
+
+async def measure(args: argparse.Namespace) -> None:
+    features = FeatureCache(make_embedder(args.embedder))
+    started = time.perf_counter()
+    features.vector("load the model")
+    loaded = time.perf_counter() - started
+    bench = get_benchmark("offline")
+    sp = bench.load(sizes={"train": args.train, "val": 12, "test": args.test})
+    texts = [t.prompt for t in [*sp["train"], *sp["test"]]]
+    started = time.perf_counter()
+    features.warm(texts)
+    embed_ms = 1000 * (time.perf_counter() - started) / len(texts)
+    print(
+        f"embedder {features.name}: loaded in {loaded:.2f} s; {embed_ms:.2f} ms per new task "
+        f"text (one at a time, {len(texts)} texts)\n"
+    )
+    seeds = [int(s) for s in args.seeds.split(",")]
+    per_seed = [await one_seed(args, s, features) for s in seeds]
+    if len(seeds) > 1:
+        mean = [
+            Row(
+                p,
+                *(
+                    statistics.fmean(getattr(rows[i], f) for rows in per_seed)
+                    for f in ("accuracy", "k", "calls", "tokens", "ms")
+                ),
+            )
+            for i, p in enumerate(POLICIES)
+        ]
+        print_rows(mean, f"mean over seeds {args.seeds}")
+    gaps = [rows[0].accuracy - rows[3].accuracy for rows in per_seed]
+    ks = [rows[3].k for rows in per_seed]
+    calls = max(rows[3].calls for rows in per_seed)
+    ms = max(rows[3].ms for rows in per_seed)
+    print(
+        f"familiarity targets: {calls:.0f} LLM calls (0); {ms:.3f} ms/task in select, "
+        f"+ {embed_ms:.2f} ms to embed a new task (< 5 ms); gap to the oracle "
+        f"{100 * statistics.fmean(gaps):.1f} points mean, {100 * max(gaps):.1f} worst (<= 5); "
+        f"mean K {statistics.fmean(ks):.2f} mean, {max(ks):.2f} worst (<= 1.5); "
+        f"{sum(g <= 0.05 for g in gaps)}/{len(gaps)} seeds within 5 points"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="0", help="world seeds, comma-separated")
+    parser.add_argument(
+        "--embedder", default=MINILM, help="a sentence-transformers model or hashing"
+    )
+    parser.add_argument("--train", type=int, default=144)
+    parser.add_argument("--test", type=int, default=120)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--generalists", type=int, default=2)
+    parser.add_argument("--k", type=int, default=2, help="K of the llm, random and hybrid gates")
+    parser.add_argument("--shortlist", type=int, default=4)
+    parser.add_argument("--p-solve", type=float, default=0.9)
+    parser.add_argument("--gate-accuracy", type=float, default=0.8)
+    parser.add_argument("--latency", type=float, default=0.0, help="server seconds per call")
+    for name in ("theta", "tau", "lr", "exploration", "margin", "failure_push"):
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=None)
+    for name in ("feature_dim", "reference_dim", "k_max"):
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None)
+    parser.add_argument("--credit", choices=("contrast", "relative"), default=None)
+    parser.add_argument(
+        "--torch-threads", type=int, default=0, help="torch intra-op threads (0: torch's choice)"
+    )
+    args = parser.parse_args()
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+    started = time.perf_counter()
+    asyncio.run(measure(args))
+    print(f"({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
