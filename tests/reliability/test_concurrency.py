@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,13 +52,23 @@ def wait_until_training(project: Path, proc: subprocess.Popen[bytes], timeout: f
 def test_second_process_on_the_same_run_refuses(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeServer(responder=server_responder, latency=0.05) as server:
+    # The first process is held at its first LLM call until the checks are done (progress, not
+    # time: however fast the machine, it cannot finish before the second process is refused).
+    held, release = threading.Event(), threading.Event()
+
+    def responder(body: Any) -> str:
+        if held.is_set():
+            release.wait(timeout=120)
+        return server_responder(body)
+
+    with FakeServer(responder=responder) as server:
         ref = moscopt(project, *train_args(server.url, "runs/ref", epochs=2, evolution=True))
         _, err = ref.communicate(timeout=300)
         assert ref.returncode == 0, err.decode()
 
-        # its own cache: replaying the reference's answers would end it before the check
+        # its own cache: replaying the reference's answers would make no call to hold
         monkeypatch.setenv("MOSCOPT_CACHE_DIR", str(project / "cache-r1"))
+        held.set()
         first = moscopt(project, *train_args(server.url, "runs/r1", epochs=2, evolution=True))
         wait_until_training(project, first)
         attempts = {
@@ -72,6 +84,7 @@ def test_second_process_on_the_same_run_refuses(
             assert first.poll() is None, "the first process ended before the check was made"
             # both are refused by the lock, before anything is read or written
             assert "another moscopt process is using this run directory" in message[0]
+        release.set()
         _, err = first.communicate(timeout=300)
         assert first.returncode == 0, err.decode()
 
