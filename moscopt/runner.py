@@ -233,15 +233,18 @@ def evaluate(
 ) -> EvalOutcome:
     """Evaluate a deployment mode on a split: `none` (no skills), `mixture` (a run's pool, a
     skills folder or a mixture export, with its gate), `static` (a static export's routing
-    table, no gate call) or `distilled` (the single distilled skill, no gate call). `static`
-    and `distilled` read `export_path`, else the run's `exports/<mode>/`. An existing `out`
-    is overwritten only with `force` (the default file, in the run or here, always is)."""
+    table, no gate call), `distilled` (the single distilled skill, no gate call) or `router` (a
+    router export's familiarity router, no gate call). `static`, `distilled` and `router` read
+    `export_path`, else the run's `exports/<mode>/`. An existing `out` is overwritten only
+    with `force` (the default file, in the run or here, always is)."""
     from moscopt.evaluate import evaluate as run_eval
     from moscopt.export import Deployment, open_export, open_run_export
     from moscopt.state import RunState
 
-    if mode not in ("none", "mixture", "static", "distilled"):
-        raise UserError(f"unknown mode '{mode}' (none, mixture, static or distilled)", field="mode")
+    if mode not in ("none", "mixture", "static", "distilled", "router"):
+        raise UserError(
+            f"unknown mode '{mode}' (none, mixture, static, distilled or router)", field="mode"
+        )
     reps: int | str = "auto" if repeats == "auto" else _positive(repeats)
     run = RunDir.open(run_path) if run_path is not None else None
     state: RunState | None = run.load_state() if run is not None else None
@@ -250,7 +253,7 @@ def evaluate(
     deployment: Deployment | None = None
     if mode != "none" and export_path is not None:
         deployment = open_export(export_path, mode)
-    elif mode in ("static", "distilled"):
+    elif mode in ("static", "distilled", "router"):
         if run is None:
             raise UserError(
                 f"--mode {mode} needs --run DIR (with a {mode} export) or --export PATH",
@@ -294,6 +297,8 @@ def evaluate(
         out = (run.exports_dir / name) if run is not None else Path(name)
     with open_lms(config, run, roles=("agent",)) as lms:
         router = make_router(config, pool, lms.agent, stats=stats, table=table)
+        if deployment is not None and deployment.router is not None:
+            router = deployment.router.router(pool)  # the familiarity router: no LLM call
         agent = make_agent(config, bench, pool, router, lms.agent)
         if on_start:
             on_start(len(tasks) * (reps if isinstance(reps, int) else 3))

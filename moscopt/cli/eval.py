@@ -22,9 +22,9 @@ def eval_cmd(
     mode: str | None = typer.Option(
         None,
         "--mode",
-        help="none, mixture, static or distilled (default: the export's mode with --export, "
-        "mixture with --run/--skills, else none). static and distilled use --export or the "
-        "run's exports/<mode>/.",
+        help="none, mixture, static, distilled or router (default: the export's mode with "
+        "--export, mixture with --run/--skills, else none). static, distilled and router use "
+        "--export or the run's exports/<mode>/.",
     ),
     run: Path | None = typer.Option(
         None, "--run", help="A run directory: its pool, gate, config and cache."

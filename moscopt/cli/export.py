@@ -24,7 +24,7 @@ from moscopt.cli.app import app
 )
 def export_cmd(
     opts: o.Shared,
-    mode: str = typer.Option(..., "--mode", help="mixture, static or distilled."),
+    mode: str = typer.Option(..., "--mode", help="mixture, static, distilled or router."),
     run: Path | None = typer.Option(
         None, "--run", help="The run directory (default: the project's latest run)."
     ),
@@ -37,7 +37,8 @@ def export_cmd(
     ),
 ) -> None:
     """Export a run for deployment: mixture (skills + gate), static (a routing table, no gate
-    call) or distilled (one SKILL.md merging the top skills, validated)."""
+    call), distilled (one SKILL.md merging the top skills, validated) or router (the mixture and
+    the familiarity router's heads: no gate call)."""
     import json
 
     from moscopt.export import export_run
@@ -68,5 +69,12 @@ def export_cmd(
             f"distilled skill '{d['skill']}' merging {', '.join(d['merged'])}: validation "
             f"{d['validation_score']:.3f} vs mixture "
             f"{'n/a' if mix is None else f'{mix:.3f}'} ({d['validation_tasks']} tasks)"
+        )
+    if m.router is not None:
+        r = m.router
+        typer.echo(
+            f"router: heads for {r['skills']} skills over {r['embedding_model']} in {r['file']}; "
+            f"K from {r['k_min']} to {r['k_max']} (theta {r['theta']}), "
+            f"trained on {r['routed']} rollouts"
         )
     typer.echo(f"evaluate it: moscopt eval --export {result.out} --split test")

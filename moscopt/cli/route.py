@@ -20,7 +20,10 @@ def route_cmd(
     ),
     export: Path | None = typer.Option(None, "--export", help="An export folder."),
     mode: str | None = typer.Option(
-        None, "--mode", help="mixture (one gate call) or static (the routing table)."
+        None,
+        "--mode",
+        help="mixture (one gate call), static (the routing table) or router (the familiarity "
+        "router: no LLM call).",
     ),
 ) -> None:
     """Show the skills the gate (mixture) or the routing table (static) activates for TASK."""
@@ -40,6 +43,16 @@ def route_cmd(
         typer.echo(json.dumps(result, indent=2, sort_keys=True))
         return
     typer.echo(f"ACTIVATE: {', '.join(result['skills'])}")
+    if result["mode"] == "router":
+        typer.echo(
+            "familiarity: " + ", ".join(f"{k} {v:.3f}" for k, v in result["familiarity"].items())
+        )
+        typer.echo(
+            f"cutoff: {len(result['skills'])} skill(s), cumulative familiarity "
+            f"{result['cumulative']:.3f} {'>=' if result['reached'] else '<'} theta "
+            f"{result['theta']} (K from {result['k_min']} to {result['k_max']}); no LLM call"
+        )
+        return
     if result["mode"] == "static":
         typer.echo(f"static table {result['export']}: {result['rule_text']}")
         return
