@@ -103,6 +103,7 @@ class LLMCall(BaseEvent):
     completion_tokens: int = 0
     cached_tokens: int = 0
     cost: float = 0.0
+    saving: float = 0.0  # USD the provider's prompt cache saved on this call
     latency: float = 0.0
     cache_hit: bool = False
     retries: int = 0

@@ -174,7 +174,8 @@ def _sink(events: EventLog | EventSink | None) -> EventSink | None:
         log_append: Callable[..., Any] = append
 
         def to_log(record: dict[str, Any]) -> None:
-            log_append(LLMCall(**record))
+            # fields the ledger does not know yet are left out, as `ledger.CallSink` does
+            log_append(LLMCall(**{k: v for k, v in record.items() if k in LLMCall.model_fields}))
 
         return to_log
     if callable(events):
