@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from moscopt.callable_module import make_callable
 from moscopt.fsio import atomic_writer, make_dirs, scrub, storage
 from moscopt.gating import GATE_ERROR, PARSE_FAILURES
 from moscopt.harness import Rollout
@@ -255,3 +256,6 @@ async def _one_sample(
     await each_rollout(agent, tasks, handle, concurrency=concurrency, sample=sample)
     result.rollouts.extend(r for r in ordered if r is not None)
     return batch
+
+
+make_callable(__name__, "evaluate")  # `moscopt.evaluate(tasks, ...)`: moscopt.api.evaluate

@@ -27,12 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from moscopt.callable_module import make_callable
 from moscopt.errors import UserError
 from moscopt.export.deployment import Deployment, open_export, open_run_export
 from moscopt.export.manifest import MANIFEST_FILE, MODES, Manifest, Provenance
 from moscopt.export.target import check_target, write_tree
 
 if TYPE_CHECKING:
+    from moscopt.assembly import LMs
+    from moscopt.benchmarks import Benchmark, Splits
     from moscopt.config import Config
     from moscopt.rundir import RunDir
     from moscopt.skills import Pool
@@ -64,9 +67,14 @@ def export_run(
     force: bool = False,
     overrides: dict[str, Any] | None = None,
     top: int | None = None,
+    resolved: tuple[Benchmark, Splits] | None = None,
+    lms: LMs | None = None,
 ) -> ExportResult:
     """Export the run at `run_path`. Bad input (run, mode, target) is a `UserError` raised before
-    anything is written or any model is called; `DistillationFailed` if distillation fails."""
+    anything is written or any model is called; `DistillationFailed` if distillation fails.
+
+    `resolved` (the benchmark and its splits) and `lms` are for library callers (`moscopt.api`)
+    whose tasks or LMs are Python objects; by default both come from the run's config."""
     from moscopt import __version__
     from moscopt.config import load_config
     from moscopt.rundir import RunDir
@@ -113,9 +121,9 @@ def export_run(
             files[ROUTER_FILE], manifest.router = router_files(state.router, pool)
     elif mode == "static":
         members = list(pool.skills)
-        files["ROUTING.md"], manifest.static = _static(run, config, state, pool, k)
+        files["ROUTING.md"], manifest.static = _static(run, config, state, pool, k, resolved)
     else:
-        skill, manifest.distilled = _distilled(run, config, state, pool, k, top or k)
+        skill, manifest.distilled = _distilled(run, config, state, pool, k, top or k, resolved, lms)
         members = [skill]
     for skill in members:
         files[f"skills/{skill.name}/SKILL.md"] = skill.dumps()
@@ -126,12 +134,17 @@ def export_run(
 
 
 def _static(
-    run: RunDir, config: Config, state: RunState, pool: Pool, k: int
+    run: RunDir,
+    config: Config,
+    state: RunState,
+    pool: Pool,
+    k: int,
+    resolved: tuple[Benchmark, Splits] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     from moscopt.assembly import resolve_benchmark
     from moscopt.export.static import derive_table, render_routing
 
-    _, splits = resolve_benchmark(config, state.benchmark)
+    _, splits = resolved or resolve_benchmark(config, state.benchmark)
     tasks = {t.id: t for t in splits["all"]}
     derivation, summary = derive_table(run, state, pool, tasks, k, config.credit.c_min)
     digest = (state.pool_digest or "")[:12]
@@ -140,7 +153,14 @@ def _static(
 
 
 def _distilled(
-    run: RunDir, config: Config, state: RunState, pool: Pool, k: int, top: int
+    run: RunDir,
+    config: Config,
+    state: RunState,
+    pool: Pool,
+    k: int,
+    top: int,
+    resolved: tuple[Benchmark, Splits] | None = None,
+    given: LMs | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     from moscopt.assembly import make_agent, open_lms, resolve_benchmark
     from moscopt.evaluate import run_tasks
@@ -150,10 +170,14 @@ def _distilled(
 
     if top < 1:
         raise UserError("--top must be at least 1", field="top")
-    bench, splits = resolve_benchmark(config, state.benchmark)
+    bench, splits = resolved or resolve_benchmark(config, state.benchmark)
     chosen = top_skills(pool, state.q, state.activations, min(top, len(pool)), config.credit.c_min)
     val = splits.val[: max(1, math.ceil(config.optimizer.p_val * len(splits.val)))]
-    with open_lms(config, run, roles=("agent", "optimizer")) as lms:
+    import contextlib
+
+    opened = open_lms(config, run, roles=("agent", "optimizer")) if given is None else None
+    with opened or contextlib.nullcontext(given) as lms:
+        assert lms is not None
         assert lms.optimizer is not None
         skill, attempts = asyncio.run(distill(lms.optimizer, chosen, pool.gate, k, state.q))
         single = Pool(skills=(skill,))
@@ -169,3 +193,6 @@ def _distilled(
         "validation_tasks": len(val),
         "mixture_validation_score": state.cursor.best_val,
     }
+
+
+make_callable(__name__, "export")  # `moscopt.export(run_dir, mode)`: moscopt.api.export
