@@ -34,7 +34,7 @@ from moscopt.lm.errors import LMFatalError, LMOutputError, LMRequestError
 from moscopt.policies.evolution_selection import EvolutionSelection
 from moscopt.prompting import render
 from moscopt.similarity import mean_pairwise_similarity
-from moscopt.skills import Pool, Skill, slugify
+from moscopt.skills import Pool, Skill, clean_description, slugify
 from moscopt.state import RunState
 
 NEW_SKILL_SCHEMA: dict[str, Any] = {
@@ -66,7 +66,7 @@ class Draft:
     def named(self, taken: Collection[str], origin: str) -> Skill:
         """The `Skill`, renamed to a slug not in `taken`."""
         slug = Pool(skills=()).fresh_name(slugify(self.name), taken=taken)
-        description = self.description[:1024]
+        description = clean_description(self.description)  # one line, no '---', <= 1024
         return Skill(
             name=slug, description=description, body=self.body, metadata={"origin": origin}
         )

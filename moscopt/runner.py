@@ -241,9 +241,10 @@ def evaluate(
     from moscopt.export import Deployment, open_export, open_run_export
     from moscopt.state import RunState
 
-    if mode not in ("none", "mixture", "static", "distilled", "router"):
+    if mode not in ("none", "mixture", "static", "distilled", "router", "agents"):
         raise UserError(
-            f"unknown mode '{mode}' (none, mixture, static, distilled or router)", field="mode"
+            f"unknown mode '{mode}' (none, mixture, static, distilled, router or agents)",
+            field="mode",
         )
     reps: int | str = "auto" if repeats == "auto" else _positive(repeats)
     run = RunDir.open(run_path) if run_path is not None else None
@@ -253,7 +254,7 @@ def evaluate(
     deployment: Deployment | None = None
     if mode != "none" and export_path is not None:
         deployment = open_export(export_path, mode)
-    elif mode in ("static", "distilled", "router"):
+    elif mode in ("static", "distilled", "router", "agents"):
         if run is None:
             raise UserError(
                 f"--mode {mode} needs --run DIR (with a {mode} export) or --export PATH",
@@ -278,6 +279,9 @@ def evaluate(
             stats = deployment.gate_stats(config.credit.c_min)
             k = deployment.manifest.k
             config = config.model_copy(update={"pool": config.pool.model_copy(update={"k": k})})
+        elif deployment.mode == "agents":  # as deployed: every skill, the agent routes by them
+            gating = config.gating.model_copy(update={"policy": "all"})
+            config = config.model_copy(update={"gating": gating})
     elif mode == "mixture":
         if run is not None:
             pool = run.load_pool(state)
@@ -287,7 +291,7 @@ def evaluate(
             raise UserError(
                 "--mode mixture needs --run DIR, --skills DIR or --export PATH", field="mode"
             )
-    table = deployment.table if deployment is not None else None
+    table = deployment.table if deployment is not None and deployment.mode != "agents" else None
     if stats is None and state is not None:
         stats = gate_stats(config, state)
     if out is not None and out.exists() and not force:

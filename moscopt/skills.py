@@ -50,6 +50,36 @@ def is_valid_name(name: str) -> bool:
     return len(name) <= NAME_MAX and bool(_NAME_RE.match(name))
 
 
+def clean_description(text: str, *, limit: int = DESCRIPTION_MAX) -> str:
+    """A description every Agent Skills loader reads as written: one line (line breaks and
+    whitespace runs become one space), no `---` (loaders that split front matter on it, as the
+    reference validator does, would cut there), at most `limit` characters (cut at a word).
+    For text a model wrote; an empty result is "A skill." (a description is required)."""
+    text = re.sub(r"-{3,}", "--", " ".join(str(text).split()))
+    if len(text) > limit:
+        cut = text[: limit - 1]
+        space = cut.rfind(" ")
+        text = (cut[:space] if space > limit // 2 else cut).rstrip(" -") + "…"
+    return text or "A skill."
+
+
+def string_metadata(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """`metadata` as the string -> string map the Agent Skills format specifies: strings kept,
+    numbers and booleans as YAML writes them, anything else as compact JSON; one line each."""
+    import json
+
+    out = {}
+    for key, value in metadata.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, str | int | float):
+            text = str(value)
+        else:
+            text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+        out[str(key)] = re.sub(r"-{3,}", "--", " ".join(text.split()))
+    return out
+
+
 def slugify(text: str, *, max_len: int = NAME_MAX) -> str:
     """A valid skill name derived from free text ('Math Expert!' -> 'math-expert')."""
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")

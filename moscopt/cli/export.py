@@ -24,7 +24,7 @@ from moscopt.cli.app import app
 )
 def export_cmd(
     opts: o.Shared,
-    mode: str = typer.Option(..., "--mode", help="mixture, static, distilled or router."),
+    mode: str = typer.Option(..., "--mode", help="mixture, static, distilled, router or agents."),
     run: Path | None = typer.Option(
         None, "--run", help="The run directory (default: the project's latest run)."
     ),
@@ -37,8 +37,9 @@ def export_cmd(
     ),
 ) -> None:
     """Export a run for deployment: mixture (skills + gate), static (a routing table, no gate
-    call), distilled (one SKILL.md merging the top skills, validated) or router (the mixture and
-    the familiarity router's heads: no gate call)."""
+    call), distilled (one SKILL.md merging the top skills, validated), router (the mixture and
+    the familiarity router's heads: no gate call) or agents (for Agent Skills agents: the
+    routing in the descriptions and a skill-router skill)."""
     import json
 
     from moscopt.export import export_run
@@ -76,5 +77,12 @@ def export_cmd(
             f"router: heads for {r['skills']} skills over {r['embedding_model']} in {r['file']}; "
             f"K from {r['k_min']} to {r['k_max']} (theta {r['theta']}), "
             f"trained on {r['routed']} rollouts"
+        )
+    if m.agents is not None:
+        a = m.agents
+        typer.echo(
+            f"for Agent Skills agents: {a['word_rules']} word rules in the descriptions of "
+            f"{len(a['hinted'])} skills and in {a['router_skill']}/SKILL.md (read it first); "
+            f"copy {result.out / 'skills'}/* into .claude/skills/ or .agents/skills/"
         )
     typer.echo(f"evaluate it: moscopt eval --export {result.out} --split test")

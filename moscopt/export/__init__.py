@@ -11,6 +11,8 @@ Every export is a folder::
 - static: every skill, no gate; `ROUTING.md` routes with no model call.
 - distilled: one skill the optimizer model wrote by merging the top skills, with its validation
   score next to the mixture's.
+- agents: every skill, no gate, for Agent Skills agents that route by description: the
+  routing in each description and in a `skill-router` skill (`moscopt.export.agent_skills`).
 - router: the mixture plus `router.json`, the familiarity router's heads (`moscopt.export.router`):
   routing with no model call.
 
@@ -81,7 +83,7 @@ def export_run(
 
     if mode not in MODES:
         raise UserError(
-            f"unknown mode '{mode}' (mixture, static, distilled or router)", field="mode"
+            f"unknown mode '{mode}' (mixture, static, distilled, router or agents)", field="mode"
         )
     run = RunDir.open(run_path)
     config = load_config(run.config_path, overrides or {})
@@ -122,6 +124,12 @@ def export_run(
     elif mode == "static":
         members = list(pool.skills)
         files["ROUTING.md"], manifest.static = _static(run, config, state, pool, k, resolved)
+    elif mode == "agents":  # the routing in the descriptions and a router skill
+        from moscopt.export.agent_skills import agents_export
+
+        members, files["ROUTING.md"], manifest.agents = agents_export(
+            run, config, state, pool, k, resolved
+        )
     else:
         skill, manifest.distilled = _distilled(run, config, state, pool, k, top or k, resolved, lms)
         members = [skill]

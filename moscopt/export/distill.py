@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from moscopt.errors import RunFailed
 from moscopt.gating import fallback_top_k
-from moscopt.skills import DESCRIPTION_MAX, Pool, Skill
+from moscopt.skills import DESCRIPTION_MAX, Pool, Skill, clean_description
 
 if TYPE_CHECKING:
     from moscopt.lm.base import LM
@@ -75,6 +75,8 @@ def parse_distilled(data: Any, merged: Sequence[str]) -> Skill:
     if slug == "gate":
         slug = "distilled-skill"
     metadata = {"origin": "distilled", "merged": ", ".join(merged)}
+    # one line, no '---'; an overlong one stays an invalid answer (retried), not a cut one
+    description = clean_description(description, limit=2 * DESCRIPTION_MAX + len(description))
     return Skill(name=slug, description=description, body=body, metadata=metadata)
 
 

@@ -18,8 +18,8 @@ from moscopt.validation import user_error
 
 MANIFEST_FILE = "moscopt-export.json"
 FORMAT = 1
-Mode = Literal["mixture", "static", "distilled", "router"]
-MODES: tuple[Mode, ...] = ("mixture", "static", "distilled", "router")
+Mode = Literal["mixture", "static", "distilled", "router", "agents"]
+MODES: tuple[Mode, ...] = ("mixture", "static", "distilled", "router", "agents")
 
 
 class _Model(BaseModel):
@@ -52,6 +52,7 @@ class Manifest(_Model):
     provenance: Provenance
     static: dict[str, Any] | None = None  # how the table reproduces the gate (static only)
     distilled: dict[str, Any] | None = None  # merged skills and validation scores (distilled)
+    agents: dict[str, Any] | None = None  # router skill, hinted skills, the table (agents)
     router: dict[str, Any] | None = None  # router.json's summary (router only)
 
     def dumps(self) -> str:
