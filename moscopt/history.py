@@ -26,10 +26,12 @@ from moscopt.entries import EditEntry, Entry, EvolutionEntry, RestoreEntry
 from moscopt.errors import UserError
 from moscopt.ledger import (
     CORE_KINDS,
+    POOL_CHANGES,
     EditEvent,
     Event,
     EvolutionEvent,
     GateRestored,
+    LifecycleEvent,
     TrainStart,
     Validation,
 )
@@ -203,7 +205,7 @@ class _Replay:
             pool = self.load(name) if name else None
             if pool is not None:
                 return pool
-        if any(e.type in ("edit", "evolution", "gate_restored") for e in self.h.events):
+        if any(e.type in POOL_CHANGES for e in self.h.events):
             raise UserError(
                 "cannot rebuild the run's history: events.jsonl has no train_start event naming "
                 "a checkpoint",
@@ -223,10 +225,11 @@ class _Replay:
                 (isinstance(e, EditEvent) and e.status == "accepted")
                 or (isinstance(e, EvolutionEvent) and e.accepted)
                 or (isinstance(e, GateRestored) and e.accepted)
+                or (isinstance(e, LifecycleEvent) and e.accepted)
             )
             if not changed:
                 continue
-            assert isinstance(e, EditEvent | EvolutionEvent | GateRestored)
+            assert isinstance(e, EditEvent | EvolutionEvent | GateRestored | LifecycleEvent)
             new = self.after(pool, e, last_validated)
             if new is None:
                 self.h.warnings.append(
@@ -245,7 +248,10 @@ class _Replay:
         return versions
 
     def after(
-        self, pool: Pool, e: EditEvent | EvolutionEvent | GateRestored, validated: str | None
+        self,
+        pool: Pool,
+        e: EditEvent | EvolutionEvent | GateRestored | LifecycleEvent,
+        validated: str | None,
     ) -> Pool | None:
         """The pool `e` produced: its checkpoint; for v1 logs its patch or its digest."""
         if e.checkpoint:

@@ -236,9 +236,11 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-POOL_CHANGES = frozenset({"edit", "evolution", "gate_restored"})
+POOL_CHANGES = frozenset({"edit", "evolution", "gate_restored", "lifecycle"})
 # What the inspection commands read; `llm_call` and `rollout` lines are the bulk of a log.
-CORE_KINDS = frozenset({"train_start", "edit", "evolution", "gate_restored", "validation"})
+CORE_KINDS = frozenset(
+    {"train_start", "edit", "evolution", "gate_restored", "lifecycle", "validation"}
+)
 _TYPE = re.compile(rb'"type": *"([a-z_]+)"')
 
 

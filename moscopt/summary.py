@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.history import History
+from moscopt.niches.summary import niche_summary
 from moscopt.project import Project
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
@@ -108,6 +109,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
             for e in history.restorations
         ],
         "acceptance": _decisions(history),
+        "niches": niche_summary(state, pool.names),
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),
         "totals": state.totals.model_dump(),

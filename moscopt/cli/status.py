@@ -118,6 +118,11 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             for r in d["gate_restorations"]
         )
         console.print(f"gate restoration at step {steps}")
+    if d.get("niches"):
+        from moscopt.niches.summary import summary_lines
+
+        for line in summary_lines(d["niches"]):
+            console.print(line, soft_wrap=True)
     a = d.get("acceptance") or {}
     if a.get("decisions"):
         diff = a["mean_diff_accepted"]
