@@ -7,6 +7,16 @@ progress so far; a step is a tool turn with tools, a draft/verify/refine round w
 long as T = `max_steps` > 1 (`agent_tools` gives T = 3 without tools). Every selection is kept
 on the rollout (`Rollout.selections`, with its source in `Rollout.sources`) for credit.
 
+What the router reads when it reselects (`memory.route_on`): `progress` (today's default: the
+last step and its tool output), `full` (the whole transcript), `query` (the task alone) or
+`memory` (the task plus the records the retrieval gate chose; see `moscopt.memory`). With
+`memory.enabled` the agent's own context after the first step is the task plus those records,
+not the transcript; with `memory.halting.enabled` the run stops when the halting controller
+says the memory holds the answer. The memory's trace is kept in `Rollout.extra["memory"]`.
+
+Tools are offered natively where the model supports function calling (`agent.native_tools`),
+else by the text protocol (`moscopt.tools.toolbox`).
+
 Progressive disclosure. By default only the selected skills' bodies reach the agent. With
 `progressive_disclosure=False` (the ablation) every skill body of the pool is in the agent's
 context; the router still selects, and the selected skills are what the rollout reports (and
@@ -20,13 +30,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from moscopt.gating import Activation, FixedSkills, Router
-from moscopt.harness import Reselect, Rollout, Usage, progress_text, run_agent
+from moscopt.harness import Reselect, Rollout, Usage, full_text, progress_text, run_agent
 from moscopt.lm.base import LM, Message
+from moscopt.memory.tracker import MemorySettings, StepMemory
 from moscopt.skills import Pool, Skill
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Task
     from moscopt.config import Config
+    from moscopt.memory.params import MemoryState
+    from moscopt.niches.embed import Embedder
+    from moscopt.tools.toolbox import ToolBox, ToolOptions
 
 TOOL_STEPS = 4  # T with tools
 REFINE_STEPS = 3  # T without tools under step-level gating: a draft, then two verify/refine rounds
@@ -67,6 +81,9 @@ class SkillAgent:
         max_steps: int = 1,
         granularity: str = "task",
         progressive_disclosure: bool = True,
+        memory: MemorySettings | None = None,
+        embedding_model: str = "hashing",
+        tool_options: ToolOptions | None = None,
     ) -> None:
         self.lm = lm
         self.benchmark = benchmark
@@ -77,12 +94,27 @@ class SkillAgent:
         multi_step = bool(self.tools) or granularity == "step"
         self.max_steps = max(1, max_steps) if multi_step else 1
         self.progressive_disclosure = progressive_disclosure
+        self.memory = memory or MemorySettings()
+        self.embedding_model = embedding_model
+        self.tool_options = tool_options
+        self._embedder: Embedder | None = None
+        self._native: bool | None = None
 
     @classmethod
     def from_config(
-        cls, lm: LM, benchmark: Benchmark, pool: Pool | None, router: Router, config: Config
+        cls,
+        lm: LM,
+        benchmark: Benchmark,
+        pool: Pool | None,
+        router: Router,
+        config: Config,
+        *,
+        memory: MemoryState | None = None,
     ) -> SkillAgent:
-        """The agent `config` describes (tools, T, gating granularity, disclosure)."""
+        """The agent `config` describes (tools, T, gating granularity, disclosure, execution
+        memory and halting with the learned parameters `memory` of a run state)."""
+        from moscopt.tools.toolbox import ToolOptions
+
         if config.agent.command:  # the user's own agent process (moscopt.external)
             from moscopt.external.agent import ExternalAgent
 
@@ -100,6 +132,9 @@ class SkillAgent:
             max_steps=steps,
             granularity=granularity,
             progressive_disclosure=config.agent.progressive_disclosure,
+            memory=MemorySettings.from_config(config.memory, memory),
+            embedding_model=config.memory.embedding_model or config.evolution.embedding_model,
+            tool_options=ToolOptions.from_config(config.agent),
         )
 
     def _skills(self, names: Sequence[str]) -> list[Skill]:
@@ -107,19 +142,51 @@ class SkillAgent:
             return []
         return [self.pool.get(n) for n in names if n in self.pool]
 
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from moscopt.niches.embed import make_embedder
+
+            self._embedder = make_embedder(self.embedding_model)
+        return self._embedder
+
+    async def toolbox(self, task: Task) -> ToolBox:
+        """The tools of one run, native where the model supports function calls (checked once)."""
+        from moscopt.tools.toolbox import ToolOptions, make_toolbox
+
+        options = self.tool_options or ToolOptions()
+        if self._native is None:
+            self._native = bool(self.tools) and await _supports_tools(self.lm, options)
+        return make_toolbox(self.tools, task, options, native=self._native)
+
+    def _route_text(self, task: Task, messages: list[Message], memory: StepMemory | None) -> str:
+        """What the router reads before a step after the first (`memory.route_on`)."""
+        mode = self.memory.route_on
+        if mode == "query":
+            return task.prompt
+        if mode == "memory" and memory is not None:
+            progress = memory.render(memory.retrieved)
+        elif mode == "full":
+            progress = full_text(messages)
+        else:
+            progress = progress_text(messages)
+        return f"{task.prompt}\n\n## Progress so far\n{progress}"
+
     async def run(self, task: Task, *, sample: int = 0) -> Rollout:
         usage = Usage()
         activation = await self.router.select(task.prompt, sample=sample)
         _count(usage, activation)
         selections = [activation]
+        memory = None
+        if self.memory.tracking and self.max_steps > 1:
+            memory = StepMemory(
+                self.memory, self.embedder(), task=task.prompt, max_steps=self.max_steps
+            )
         reselect: Reselect | None = None
         if self.granularity == "step" and self.max_steps > 1:
 
             async def reselect(messages: list[Message]) -> list[Skill]:
-                act = await self.router.select(
-                    f"{task.prompt}\n\n## Progress so far\n{progress_text(messages)}",
-                    sample=sample,
-                )
+                text = self._route_text(task, messages, memory)
+                act = await self.router.select(text, sample=sample)
                 _count(usage, act)
                 selections.append(act)
                 return self._skills(act.skills)
@@ -137,6 +204,8 @@ class SkillAgent:
             sample=sample,
             reselect=reselect,
             pool_skills=everything,
+            memory=memory,
+            toolbox=await self.toolbox(task) if self.tools else None,
         )
         grade = await asyncio.to_thread(self.benchmark.grade, task, response)
         return Rollout(
@@ -157,9 +226,19 @@ class SkillAgent:
             sample=sample,
             selections=tuple(a.skills for a in selections),
             sources=tuple(a.source for a in selections),
+            extra={"memory": memory.trace()} if memory is not None else {},
         )
 
 
 def _count(usage: Usage, activation: Activation) -> None:
     if activation.usage is not None:
         usage.add(activation.usage)
+
+
+async def _supports_tools(lm: LM, options: ToolOptions) -> bool:
+    """Whether tools go to `lm` as native definitions (`agent.native_tools`: auto asks it)."""
+    from moscopt.lm.base import ToolCallingLM
+
+    if options.native == "off" or not isinstance(lm, ToolCallingLM):
+        return False
+    return await lm.supports_tools()

@@ -287,12 +287,30 @@ class LLMConfig(_Section):
         return self
 
 
+class SearchToolConfig(_Section):
+    """The agent's `search` tool (moscopt.tools.search)."""
+
+    # offline: BM25 over a local corpus (the task's own `corpus_field`, else `corpus`);
+    # brave: the Brave Search API, its key from $BRAVE_API_KEY (never written anywhere)
+    provider: Literal["offline", "brave"] = "offline"
+    corpus: str | None = None  # a JSONL file of documents ({"title", "text"} or {"text"})
+    corpus_field: str = "search_corpus"  # a task meta key holding that task's documents
+    top_k: int = Field(5, ge=1, le=50)
+    snippet_chars: int = Field(400, ge=50)
+
+
 class AgentConfig(_Section):
     max_steps: int | None = Field(
         None, ge=1, description="T: agent steps per task (None: 1 without tools, 4 with)"
     )
-    # None: the benchmark's own tools. shell and search are not available yet.
-    tools: list[Literal["python"]] | None = None
+    # None: the benchmark's own tools. `shell` runs in the python tool's sandbox and is never
+    # on unless listed here or by the benchmark.
+    tools: list[Literal["python", "shell", "search"]] | None = None
+    # auto: native tool definitions where the model supports function calling (litellm says);
+    # the text protocol (code blocks) otherwise and for the embedded model; off: always text
+    native_tools: Literal["auto", "off"] = "auto"
+    tool_output_chars: int = Field(4000, ge=100, description="bound on one tool result")
+    search: SearchToolConfig = Field(default_factory=SearchToolConfig)
     # Run model-written code even where nothing isolates it from the user's files (no
     # bubblewrap, no Landlock); the run must then say so in its events and report.
     allow_unsandboxed: bool = False
@@ -316,6 +334,46 @@ class AgentConfig(_Section):
             if not p.strip() or Path(p).is_absolute() or ".." in Path(p).parts:
                 raise ValueError(f"{p!r} must be a relative path inside the agent's folder")
         return v
+
+
+class HaltingConfig(_Section):
+    """Adaptive halting (moscopt.memory.halting). Off by default."""
+
+    enabled: bool = False
+    agree: int = Field(2, ge=1, description="untrained rule: halt when this many answers agree")
+    threshold: float = Field(0.5, gt=0.0, lt=1.0, description="fitted: halt at this probability")
+    learned: bool = True  # False: the untrained agreement rule even when a model is fitted
+    price: float = Field(
+        0.02, ge=0.0, description="reward given up per LLM call (the cost-aware objective)"
+    )
+    aggregator: Literal["last", "vote", "llm"] = "last"
+    ask_confidence: bool = True  # ask each step for a CONFIDENCE line (a halting feature)
+
+
+class MemoryConfig(_Section):
+    """Gated execution memory for multi-step agents (moscopt.memory). Off by default."""
+
+    enabled: bool = False  # the next step reads the retrieved memory instead of the transcript
+    # what step-level gating reads besides the task: auto (memory when enabled, else progress),
+    # progress (the last step: today's), full (the whole transcript), query (nothing), memory
+    route_on: Literal["auto", "progress", "full", "query", "memory"] = "auto"
+    embedding_model: str | None = None  # None: evolution.embedding_model; "hashing": no model
+    write_gate: bool = True  # False: every record is committed (ablation)
+    redundant_above: float = Field(0.92, ge=0.0, le=1.0, description="cosine of a redundant record")
+    write_threshold: float = Field(0.5, ge=0.0, le=1.0, description="learned score to commit")
+    learned_write: bool = True
+    retrieval_gate: bool = True  # False: every committed record is shown (ablation)
+    learned_retrieval: bool = True
+    retrieve: int = Field(3, ge=1, description="records shown to each step")
+    context_chars: int = Field(2000, ge=200, description="bound on the memory shown per step")
+    conclusion_chars: int = Field(400, ge=50, description="bound on one record's conclusion")
+    train: bool = True  # fit the gates and halting from the trainer's rollouts
+    examples: int = Field(4000, ge=50, description="examples kept per learned model")
+    halting: HaltingConfig = Field(default_factory=HaltingConfig)
+
+    @property
+    def active(self) -> bool:
+        return self.enabled or self.halting.enabled or self.route_on not in ("auto", "progress")
 
 
 class DataConfig(_Section):
@@ -343,6 +401,7 @@ class Config(_Section):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     niches: NichesConfig = Field(default_factory=NichesConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
 
     @field_validator("api_base")
     @classmethod

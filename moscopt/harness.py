@@ -32,18 +32,29 @@ from typing import TYPE_CHECKING, Any
 
 from moscopt.lm.base import LM, Message
 from moscopt.lm.errors import LMFatalError, LMRequestError
+from moscopt.memory.tracker import CONFIDENCE_INSTRUCTION
 from moscopt.prompting import render
 from moscopt.skills import Skill
+from moscopt.tools.toolbox import TEXT_INSTRUCTIONS, Invocation, ToolBox, bound
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Task
+    from moscopt.memory.tracker import StepMemory
 
-TOOL_INSTRUCTIONS = """\
-## Tool: python
-You can run Python code. To do so, reply with a single ```python code block and nothing after
-it; the code runs in a fresh process (standard library only, no network, no files kept) and
-its printed output comes back to you. Print what you need to see. When you have the result,
-reply with your final answer in the format the task asks for."""
+TOOL_INSTRUCTIONS = TEXT_INSTRUCTIONS["python"]
+
+MEMORY_REFINE_INSTRUCTIONS = """\
+Above is what earlier steps established. If the latest answer there is correct and complete,
+reply with the single word VERIFIED and nothing else. Otherwise, continue: reply with a
+corrected, complete solution that ends with the final answer in the format the task asks for."""
+
+MEMORY_TOOL_INSTRUCTIONS = """\
+Above is what earlier steps established (their tool calls and results). Continue: call a tool
+if you need more, or reply with your final answer in the format the task asks for."""
+
+AGGREGATE_INSTRUCTIONS = """\
+Above are the answers and findings of several steps on this task. Decide which is right,
+correcting any mistakes, and reply with the final answer in the format the task asks for."""
 
 REFINE_INSTRUCTIONS = """\
 Check the latest solution above against the task, step by step. If it is correct and complete,
@@ -147,18 +158,25 @@ class Usage:
 
 
 def system_prompt(
-    skills: Sequence[Skill], tools: Sequence[str], others: Sequence[Skill] = ()
+    skills: Sequence[Skill],
+    tools: Sequence[str],
+    others: Sequence[Skill] = (),
+    *,
+    tool_text: str | None = None,
 ) -> str | None:
     """The agent's system prompt: the selected skills' bodies, then (no-progressive-disclosure
-    ablation) the other skills' bodies, then the tool instructions."""
+    ablation) the other skills' bodies, then the tool instructions (`tool_text`; default: the
+    text protocol of `tools`)."""
     parts = []
     if skills or others:
         blocks = _blocks(skills)
         if others:
             blocks = "\n\n".join(b for b in (blocks, OTHER_SKILLS_HEADING, _blocks(others)) if b)
         parts.append(render("agent_system", skills=blocks).strip())
-    if "python" in tools:
-        parts.append(TOOL_INSTRUCTIONS)
+    if tool_text is None:
+        tool_text = ToolBox(tuple(tools)).instructions() if tools else ""
+    if tool_text:
+        parts.append(tool_text)
     return "\n\n".join(parts) if parts else None
 
 
@@ -192,6 +210,14 @@ def progress_text(messages: Sequence[Message], limit: int = PROGRESS_CHARS) -> s
     return "\n\n".join(parts)[-limit:]
 
 
+def full_text(messages: Sequence[Message]) -> str:
+    """The whole trajectory after the task (every reply and tool output), for the router's
+    full-history reselection (`memory.route_on: full`)."""
+    first = next((i for i, m in enumerate(messages) if m["role"] == "user"), len(messages))
+    parts = [m["content"] for m in messages[first + 1 :] if m["content"] != REFINE_INSTRUCTIONS]
+    return "\n\n".join(parts)
+
+
 async def run_agent(
     lm: LM,
     task: Task,
@@ -203,6 +229,8 @@ async def run_agent(
     sample: int = 0,
     reselect: Reselect | None = None,
     pool_skills: Sequence[Skill] | None = None,
+    memory: StepMemory | None = None,
+    toolbox: ToolBox | None = None,
 ) -> tuple[list[Message], str, Usage, str | None]:
     """The agent loop (see the module docstring); returns (messages, final response, usage,
     error).
@@ -210,46 +238,143 @@ async def run_agent(
     `reselect`, for step-level gating, is awaited before each step after the first with the
     trajectory so far and returns the skills for the next step. `pool_skills`, for the
     no-progressive-disclosure ablation, are every skill of the pool (all shown to the agent).
+    `memory` (`moscopt.memory`): every step becomes a record; with `memory.settings.context`
+    each later step reads the retrieved records instead of the transcript, and with halting the
+    run stops when the controller says the memory holds the answer. `toolbox` offers `tools`
+    natively or by the text protocol (default: the text protocol).
     """
     usage = Usage()
-    refine = "python" not in tools
+    refine = not tools
+    box = toolbox or ToolBox(tuple(tools))
     messages: list[Message] = []
-    _set_system(messages, _system(skills, tools, pool_skills))
+    current: Sequence[Skill] = skills
+    ask = memory is not None and memory.settings.ask_confidence
+    _set_system(messages, _system(current, box, pool_skills, ask))
     messages.append({"role": "user", "content": task.prompt})
     response = ""
     for step in range(max_steps):
+        retrieved = await memory.retrieve() if memory is not None and step > 0 else []
         if step > 0 and reselect is not None:
-            _set_system(messages, _system(await reselect(messages), tools, pool_skills))
+            current = await reselect(messages)
+            _set_system(messages, _system(current, box, pool_skills, ask))
+        request = messages
+        if memory is not None and memory.settings.context and step > 0:
+            request = _memory_request(messages, task, memory.render(retrieved), refine)
         try:
-            completion = await lm.acomplete(messages, sample=sample, purpose="agent")
+            completion = await _complete(lm, request, sample, box)
         except LMFatalError:
             raise
         except LMRequestError as e:
             return messages, response, usage, f"LM request failed: {e}"
         usage.add(completion)
-        messages.append({"role": "assistant", "content": completion.text})
-        if refine and step > 0 and is_verified(completion.text):
-            break  # the latest solution stands
-        response = completion.text
-        if step == max_steps - 1:
+        text = completion.text
+        invocation = None
+        if not refine and step < max_steps - 1:
+            invocation = box.parse(text, getattr(completion, "tool_calls", ()))
+        messages.append({"role": "assistant", "content": _shown(text, invocation, box)})
+        verified = refine and step > 0 and is_verified(text)
+        if not verified:
+            response = text
+        observation, failed = "", False
+        if invocation is not None:
+            observation, failed = await asyncio.to_thread(_run_tool, box, invocation)
+        halt = None
+        if memory is not None:
+            from moscopt.benchmarks.extract import extract_answer
+
+            halt = await memory.observe(
+                step=step,
+                skills=[s.name for s in current],
+                reply=text,
+                candidate=response,
+                answer=extract_answer(response) if invocation is None else None,
+                calls=usage.calls,
+                tool=invocation.tool if invocation is not None else None,
+                tool_input=invocation.input if invocation is not None else "",
+                observation=observation,
+                tool_error=failed,
+            )
+        if verified or step == max_steps - 1 or (halt is not None and halt.halt):
             break
         if refine:
             messages.append({"role": "user", "content": REFINE_INSTRUCTIONS})
             continue
-        code = tool_call(response, benchmark)
-        if code is None:
+        if invocation is None:
             break
-        observation = await asyncio.to_thread(_run_python_tool, code)
-        messages.append({"role": "user", "content": f"Python output:\n{observation}"})
+        heading = box.heading(invocation.tool)
+        messages.append({"role": "user", "content": f"{heading}:\n{observation}"})
+    if memory is not None and memory.settings.halting:
+        response = await _aggregate(lm, task, memory, response, usage, sample)
     return messages, response, usage, None
 
 
+async def _complete(lm: LM, messages: list[Message], sample: int, box: ToolBox) -> Any:
+    if box.native and box.names:
+        tool_lm: Any = lm  # a `ToolCallingLM` (the agent checked)
+        return await tool_lm.acomplete(
+            messages, sample=sample, purpose="agent", tools=box.definitions()
+        )
+    return await lm.acomplete(messages, sample=sample, purpose="agent")
+
+
+def _shown(text: str, invocation: Invocation | None, box: ToolBox) -> str:
+    """The assistant message kept in the transcript: a native call is written out in it."""
+    if invocation is None or not box.native or invocation.call_id is None:
+        return text
+    return f"{text}\n[tool call {invocation.tool}]\n{invocation.input}".strip()
+
+
+def _run_tool(box: ToolBox, invocation: Invocation) -> tuple[str, bool]:
+    if invocation.tool == "python" and invocation.error is None:
+        text = _run_python_tool(invocation.input)
+        failed = "[error" in text[-300:] or "[exit code" in text[-300:]
+        return bound(text, box.max_chars), failed
+    return box.run(invocation)
+
+
+def _memory_request(
+    messages: list[Message], task: Task, memory_text: str, refine: bool
+) -> list[Message]:
+    """The next step's context with memory: the system prompt, the task, the retrieved
+    records and what to do next (never the transcript)."""
+    out: list[Message] = [m for m in messages[:1] if m["role"] == "system"]
+    instruction = MEMORY_REFINE_INSTRUCTIONS if refine else MEMORY_TOOL_INSTRUCTIONS
+    parts = [task.prompt, memory_text, instruction]
+    out.append({"role": "user", "content": "\n\n".join(p for p in parts if p)})
+    return out
+
+
+async def _aggregate(
+    lm: LM, task: Task, memory: StepMemory, response: str, usage: Usage, sample: int
+) -> str:
+    """The final response of a run with halting: the aggregator's choice among the steps'
+    candidates, or (aggregator `llm`, when the run halted) one call that reads the memory."""
+    if memory.settings.aggregator == "llm" and memory.halted_at is not None:
+        records = memory.render(memory.memory.records)
+        prompt = f"{task.prompt}\n\n{records}\n\n{AGGREGATE_INSTRUCTIONS}"
+        try:
+            completion = await lm.acomplete(
+                [{"role": "user", "content": prompt}], sample=sample, purpose="aggregate"
+            )
+        except LMFatalError:
+            raise
+        except LMRequestError:
+            return response  # the latest candidate stands
+        usage.add(completion)
+        return str(completion.text)
+    index = memory.final_index()
+    return response if index is None else memory.candidates[index]
+
+
 def _system(
-    skills: Sequence[Skill], tools: Sequence[str], pool_skills: Sequence[Skill] | None
+    skills: Sequence[Skill], box: ToolBox, pool_skills: Sequence[Skill] | None, ask: bool
 ) -> str | None:
     chosen = {s.name for s in skills}
     others = [s for s in pool_skills or () if s.name not in chosen]
-    return system_prompt(skills, tools, others)
+    system = system_prompt(skills, box.names, others, tool_text=box.instructions())
+    if ask:
+        system = f"{system}\n\n{CONFIDENCE_INSTRUCTION}" if system else CONFIDENCE_INSTRUCTION
+    return system
 
 
 def _set_system(messages: list[Message], system: str | None) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from moscopt.memory.params import MemoryState
 from moscopt.niches.records import NicheState
 
 Migration = tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]
@@ -123,6 +124,9 @@ class RunState(_Record):
     gate_failure_rates: list[float] = Field(default_factory=list)
     epoch_accepted: dict[str, list[str]] = Field(default_factory=dict)  # summaries, per target
     niches: NicheState | None = None  # niches, competence and transfer (None: niches off)
+    # the execution memory's gates and the halting controller, fitted from rollouts
+    # (moscopt.memory; None: not fitted)
+    memory: MemoryState | None = None
     # the familiarity router's heads, counts and buffer (moscopt.routing.engine; None: not used)
     router: dict[str, Any] | None = None
 

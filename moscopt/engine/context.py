@@ -109,7 +109,12 @@ class Context:
 
     def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:
         return SkillAgent.from_config(
-            self.agent_lm, self.benchmark, pool, self.router(pool, stats), self.config
+            self.agent_lm,
+            self.benchmark,
+            pool,
+            self.router(pool, stats),
+            self.config,
+            memory=self.state.memory,
         )
 
     def live_stats(self) -> GateStats:

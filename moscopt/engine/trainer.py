@@ -22,6 +22,7 @@ from moscopt.engine.gate_phase import GatePhase
 from moscopt.engine.skills_phase import SkillsPhase, batches
 from moscopt.engine.validation import Validator
 from moscopt.ledger import RolloutEvent, TrainStart
+from moscopt.memory.training import observers as memory_observers
 from moscopt.niches.lifecycle import lifecycle_cycle
 from moscopt.niches.observer import observers as niche_observers
 from moscopt.policies.edit_budget import EditBudget
@@ -39,6 +40,7 @@ class Trainer:
     def __init__(self, *, progress: ProgressFn | None = None, **parts: Any) -> None:
         self.ctx = ctx = Context(progress=progress, **parts)
         ctx.observers.extend(niche_observers(ctx.config))
+        ctx.observers.extend(memory_observers(ctx.config))  # gated memory and halting
         opt = ctx.config.optimizer
         steps = ctx.config.training.epochs * len(batches(ctx, 0))
         budget = EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, steps))

@@ -87,6 +87,26 @@ class LMRequest:
 
 
 @dataclass(frozen=True)
+class ToolRequest(LMRequest):
+    """A request that also offers native tools (OpenAI function definitions). Its key is the
+    plain request's fields plus `tools`, so a request without tools keys as it always has."""
+
+    tools: tuple[Mapping[str, Any], ...] = ()
+
+    def key_fields(self) -> dict[str, Any]:
+        return {**super().key_fields(), "tools": [dict(t) for t in self.tools]}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One native tool call in an answer: the tool's name and its arguments as JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class Completion:
     """One answer. `cost` is in USD (0 for cache hits and unpriced models); `deployment` names
     the endpoint that answered when a router chose among several."""
@@ -102,6 +122,7 @@ class Completion:
     finish_reason: str | None = None
     data: Any = None  # the parsed JSON of a structured call; None otherwise
     deployment: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()  # native tool calls (requests with `tools` only)
 
 
 @runtime_checkable
@@ -157,6 +178,33 @@ class LM(Protocol):
         temperature: float | None = None,
         top_p: float | None = None,
         max_tokens: int | None = None,
+    ) -> Completion: ...
+
+
+@runtime_checkable
+class ToolCallingLM(Protocol):
+    """An `LM` that can also offer tools natively (`LiteLLMClient`).
+
+    `supports_tools()` says whether the model takes native tool definitions (litellm's
+    `supports_function_calling`; never for the embedded model). `acomplete(..., tools=...)`
+    sends `tools` (OpenAI function definitions) with the request; the answer's calls are in
+    `Completion.tool_calls`. Callers that get False, or an `LM` without these, use a text
+    protocol instead.
+    """
+
+    async def supports_tools(self) -> bool: ...
+
+    async def acomplete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        sample: int = 0,
+        purpose: str = "",
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion: ...
 
 

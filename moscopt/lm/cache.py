@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.config import CONFIG_FILE, LLMConfig
-from moscopt.lm.base import Completion, Usage
+from moscopt.lm.base import Completion, ToolCall, Usage
 from moscopt.lm.legacy import LegacyRunCache
 from moscopt.lm.wire import clean_text, dumps, loads
 
@@ -154,6 +154,11 @@ class ResponseCache:
             "cached_tokens": completion.usage.cached_tokens,
             "finish_reason": completion.finish_reason,
         }
+        if completion.tool_calls:  # only then: entries without tool calls are as before
+            entry["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments}
+                for c in completion.tool_calls
+            ]
         value = dumps(entry)
         with self._lock:
             try:
@@ -240,6 +245,10 @@ def _decode(value: Any) -> Completion | None:
                 int(entry.get("cached_tokens") or 0),
             ),
             finish_reason=entry.get("finish_reason"),
+            tool_calls=tuple(
+                ToolCall(_str(c["id"]), _str(c["name"]), _str(c["arguments"]))
+                for c in entry.get("tool_calls") or ()
+            ),
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None  # a damaged entry is a miss, never a crash

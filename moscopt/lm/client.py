@@ -10,6 +10,7 @@ thread (`moscopt.lm.sync`). The contract (what raises, what is retried, what is 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import threading
 import time
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from moscopt.config import LLMConfig, SamplingConfig
-from moscopt.lm.base import Completion, LMRequest, Message, Usage, check_messages
+from moscopt.lm.base import Completion, LMRequest, Message, ToolRequest, Usage, check_messages
 from moscopt.lm.budget import Budget, LMStats, Reservation
 from moscopt.lm.cache import ResponseCache
 from moscopt.lm.errors import LMError, LMOutputError
@@ -101,13 +102,14 @@ class LiteLLMClient:
         temperature: float | None = None,
         top_p: float | None = None,
         max_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> LMRequest:
         """The full request these arguments make (what is hashed into the cache key)."""
         if sample < 0:
             raise ValueError("sample must be >= 0")
         if schema is not None:
             check_schema(schema)
-        return LMRequest(
+        request = LMRequest(
             model=self._model,
             messages=check_messages(messages),
             temperature=self.sampling.temperature if temperature is None else temperature,
@@ -117,6 +119,10 @@ class LiteLLMClient:
             schema=schema,
             sample=sample,
         )
+        if tools:
+            fields = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
+            return ToolRequest(**fields, tools=tuple(tools))
+        return request
 
     def complete(
         self,
@@ -128,6 +134,7 @@ class LiteLLMClient:
         temperature: float | None = None,
         top_p: float | None = None,
         max_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
         """`acomplete`, run to its end on this client's loop thread."""
         return self._sync.run(
@@ -139,6 +146,7 @@ class LiteLLMClient:
                 temperature=temperature,
                 top_p=top_p,
                 max_tokens=max_tokens,
+                tools=tools,
             )
         )
 
@@ -152,6 +160,7 @@ class LiteLLMClient:
         temperature: float | None = None,
         top_p: float | None = None,
         max_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
         request = self.request(
             messages,
@@ -160,6 +169,7 @@ class LiteLLMClient:
             temperature=temperature,
             top_p=top_p,
             max_tokens=max_tokens,
+            tools=tools,
         )
         hit = self._cached(request, purpose)
         if hit is not None:
@@ -183,6 +193,23 @@ class LiteLLMClient:
             raise
         completion = self._succeeded(request, raw, retries, started, reservation, purpose)
         return self._structured(completion, request)
+
+    async def supports_tools(self) -> bool:
+        """Whether the model takes native tool definitions (`tools=`): litellm's
+        `supports_function_calling`, asked off the loop; never for the embedded model."""
+        if self._model.partition("/")[0] == LOCAL_PROVIDER:
+            return False
+        from moscopt.lm.litellm_env import alitellm
+
+        module = await alitellm()
+
+        def ask() -> bool:
+            try:
+                return bool(module.supports_function_calling(model=self._model))
+            except Exception:  # a model litellm does not know: no native tools
+                return False
+
+        return await asyncio.to_thread(ask)
 
     async def aclose(self) -> None:
         """Release what this client holds for the running loop (its HTTP session)."""
@@ -221,6 +248,7 @@ class LiteLLMClient:
             cache_hit=True,
             sample=request.sample,
             finish_reason=found.finish_reason,
+            tool_calls=found.tool_calls,
         )
         with self._lock:
             self.stats.cache_hits += 1
@@ -263,6 +291,7 @@ class LiteLLMClient:
             retries=retries,
             finish_reason=raw.finish_reason,
             deployment=raw.deployment,
+            tool_calls=raw.tool_calls,
         )
         with self._lock:
             s = self.stats
@@ -316,6 +345,7 @@ class LiteLLMClient:
             finish_reason=completion.finish_reason,
             data=data,
             deployment=completion.deployment,
+            tool_calls=completion.tool_calls,
         )
 
     def _report(self, completion: Completion, purpose: str, *, ok: bool, **extra: Any) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from moscopt.lm.base import LMRequest, Message
+from moscopt.lm.base import LMRequest, Message, ToolCall, ToolRequest
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
@@ -38,6 +38,7 @@ class RawAnswer:
     finish_reason: str | None = None
     cost: float | None = None
     deployment: str | None = None  # which endpoint answered, when a router chose one
+    tool_calls: tuple[ToolCall, ...] = ()  # native tool calls (requests with tools only)
 
 
 def clean_text(text: str) -> str:
@@ -99,6 +100,8 @@ def chat_body(request: LMRequest, model: str) -> dict[str, Any]:
     fmt = response_format(request.schema)
     if fmt is not None:
         body["response_format"] = fmt
+    if isinstance(request, ToolRequest) and request.tools:
+        body["tools"] = [dict(t) for t in request.tools]
     return body
 
 
@@ -171,4 +174,31 @@ def raw_answer(data: Any, *, cost: float | None = None, deployment: str | None =
         finish_reason=finish if isinstance(finish, str) else None,
         cost=cost,
         deployment=deployment,
+        tool_calls=tool_calls_of(message),
     )
+
+
+def tool_calls_of(message: Any) -> tuple[ToolCall, ...]:
+    """The native tool calls of an answer's message (OpenAI's `tool_calls`); malformed
+    entries are skipped."""
+    calls = _get(message, "tool_calls") if message is not None else None
+    if not isinstance(calls, list | tuple):
+        return ()
+    out = []
+    for i, call in enumerate(calls):
+        function = _get(call, "function")
+        name = _get(function, "name") if function is not None else None
+        if not isinstance(name, str) or not name:
+            continue
+        arguments = _get(function, "arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments if arguments is not None else {})
+        call_id = _get(call, "id")
+        out.append(
+            ToolCall(
+                id=call_id if isinstance(call_id, str) else f"call_{i}",
+                name=clean_text(name),
+                arguments=clean_text(arguments),
+            )
+        )
+    return tuple(out)
