@@ -32,9 +32,10 @@ reply with your final answer in the format the task asks for.""",
     "shell": """\
 ## Tool: shell
 You can run shell commands. Reply with a single ```shell block and nothing after it; the
-commands run in a fresh sandboxed work directory (a POSIX-like shell with the usual text tools:
-echo, cat, ls, grep, sed-free pipelines, sort, uniq, wc, head, tail, cut, tr, seq, python3 -c;
-no network, nothing kept between calls) and their output comes back to you.""",
+commands run in a fresh sandboxed work directory (a POSIX-like shell with pipes, redirections,
+&& and ||, and the usual text tools: echo, printf, cat, ls, grep, sort, uniq, wc, head, tail,
+cut, tr, seq, python3 -c; no network, nothing kept between calls) and their output comes back
+to you.""",
     "search": """\
 ## Tool: search
 You can search documents. Reply with a single ```search block holding your query and nothing
