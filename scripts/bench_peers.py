@@ -159,7 +159,7 @@ def moscopt_cmd(url: str, concurrency: int, work: Path, mode: str) -> list[str]:
         sys.executable, "-m", "moscopt", "eval", "--benchmark", str(work / "sums.yaml"),
         "--data", str(work / "sums.jsonl"), "--split", "all", "--mode", mode,
         "--model", "openai/fake", "--api-base", url, "--concurrency", str(concurrency),
-        "--no-cache", "--json", "--out", str(work / "out.jsonl"),
+        "--no-cache", "--json", "--out", str(work / f"out-{time.monotonic_ns()}.jsonl"),
     ]  # fmt: skip
     if mode == "mixture":
         cmd += ["--skills", str(REPO / "skills")]
