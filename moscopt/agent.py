@@ -239,6 +239,6 @@ async def _supports_tools(lm: LM, options: ToolOptions) -> bool:
     """Whether tools go to `lm` as native definitions (`agent.native_tools`: auto asks it)."""
     from moscopt.lm.base import ToolCallingLM
 
-    if options.native == "off" or not isinstance(lm, ToolCallingLM):
+    if options.native != "auto" or not isinstance(lm, ToolCallingLM):
         return False
     return await lm.supports_tools()

@@ -307,8 +307,8 @@ class AgentConfig(_Section):
     # on unless listed here or by the benchmark.
     tools: list[Literal["python", "shell", "search"]] | None = None
     # auto: native tool definitions where the model supports function calling (litellm says);
-    # the text protocol (code blocks) otherwise and for the embedded model; off: always text
-    native_tools: Literal["auto", "off"] = "auto"
+    # the text protocol (code blocks) otherwise and for the embedded model; text: always it
+    native_tools: Literal["auto", "text"] = "auto"
     tool_output_chars: int = Field(4000, ge=100, description="bound on one tool result")
     search: SearchToolConfig = Field(default_factory=SearchToolConfig)
     # Run model-written code even where nothing isolates it from the user's files (no

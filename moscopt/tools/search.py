@@ -47,7 +47,10 @@ class Hit:
 
 def documents_of(value: Any) -> list[Document]:
     """Documents from a task's meta value or a corpus row: strings, or mappings with
-    `text`/`snippet`/`content` and optional `title` and `url`/`link`."""
+    `text`/`snippet`/`content` and optional `title` and `url`/`link`, or one mapping of
+    parallel lists `snippets`, `titles`, `urls` (SearchQA's `search_results`)."""
+    if isinstance(value, Mapping) and isinstance(value.get("snippets"), list):
+        value = _columns(value)  # SearchQA's {"snippets": [...], "titles": [...], "urls": [...]}
     rows = value if isinstance(value, list | tuple) else [value]
     out = []
     for row in rows:
@@ -61,6 +64,20 @@ def documents_of(value: Any) -> list[Document]:
                 url = row.get("url") or row.get("link") or ""
                 out.append(Document(str(title).strip(), str(text).strip(), str(url)))
     return out
+
+
+def _columns(value: Mapping[str, Any]) -> list[dict[str, Any]]:
+    snippets = list(value.get("snippets") or [])
+    titles = list(value.get("titles") or [])
+    urls = list(value.get("urls") or [])
+    return [
+        {
+            "text": text,
+            "title": titles[i] if i < len(titles) else "",
+            "url": urls[i] if i < len(urls) else "",
+        }
+        for i, text in enumerate(snippets)
+    ]
 
 
 def load_corpus(path: str | Path) -> list[Document]:

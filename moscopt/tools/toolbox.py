@@ -184,7 +184,7 @@ def _native_invocation(name: str, arguments: Any, call_id: Any) -> Invocation:
 class ToolOptions:
     """The `agent:` settings the tools read (see `moscopt.config.AgentConfig`)."""
 
-    native: str = "auto"  # auto | off
+    native: str = "auto"  # auto | text
     max_chars: int = 4000
     allow_unsandboxed: bool = False
     search_provider: str = "offline"

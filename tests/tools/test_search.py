@@ -135,3 +135,54 @@ def test_the_agent_searches_through_the_text_protocol() -> None:
     lm = FakeLM(routes={"agent": agent})
     rollout = asyncio.run(SkillAgent(lm, bench, None, tools=("search",), max_steps=3).run(task))
     assert rollout.reward == 1.0 and lm.purposes == ["agent", "agent"]
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "searchqa"
+ANSWERS = ("Paris", "nitrogen", "Herman Melville")
+
+
+def test_eval_searchqa_fixture_with_the_search_tool_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`moscopt eval` on the SearchQA fixture spec: the agent searches the task's own snippets
+    (text protocol over the loopback server) and answers from what came back."""
+    from typer.testing import CliRunner
+
+    from moscopt.cli import app
+    from moscopt.testing import FakeServer
+
+    def responder(body: dict) -> str:  # type: ignore[type-arg]
+        last = body["messages"][-1]["content"]
+        if last.startswith("Search results:"):
+            found = [a for a in ANSWERS if a in last]
+            return f"FINAL ANSWER: {found[0]}" if found else "FINAL ANSWER: unknown"
+        clue = last.split("Clue: ", 1)[1].split("\n", 1)[0]
+        return f"```search\n{clue}\n```"
+
+    monkeypatch.chdir(tmp_path)
+    with FakeServer(responder=responder) as server:
+        out = tmp_path / "rows.jsonl"
+        result = CliRunner().invoke(
+            app,
+            [
+                "eval",
+                "--benchmark",
+                str(FIXTURE / "searchqa.yaml"),
+                "--data",
+                str(FIXTURE / "searchqa.jsonl"),
+                "--model",
+                "openai/fake",
+                "--api-base",
+                server.url,
+                "--set",
+                "agent.native_tools=text",  # the text protocol (and no litellm import)
+                "--json",
+                "--out",
+                str(out),
+            ],
+        )
+        searches = list(server.log)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["tasks"] == 1 and summary["score"] == 1.0  # the test split
+    assert len(searches) == 2  # one search call, then the answer
