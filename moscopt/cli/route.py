@@ -53,8 +53,8 @@ def route_cmd(
             f"{result['theta']} (K from {result['k_min']} to {result['k_max']}); no LLM call"
         )
         return
-    if result["mode"] == "static":
-        typer.echo(f"static table {result['export']}: {result['rule_text']}")
+    if result["mode"] in ("static", "agents"):
+        typer.echo(f"{result['mode']} table {result['export']}: {result['rule_text']}")
         return
     source = result["source"]
     if source == "gate":

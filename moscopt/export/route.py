@@ -28,8 +28,10 @@ def route_task(
     run = open_run(run_path, config_path) if export_path is None or run_path is not None else None
     deployment = open_export(export_path, mode) if export_path is not None else None
     chosen = mode or (deployment.mode if deployment is not None else "mixture")
-    if chosen not in ("mixture", "static", "router"):
-        raise UserError(f"--mode must be mixture, static or router, not '{chosen}'", field="mode")
+    if chosen not in ("mixture", "static", "router", "agents"):
+        raise UserError(
+            f"--mode must be mixture, static, router or agents, not '{chosen}'", field="mode"
+        )
     if chosen == "router":  # the familiarity router's export: no LLM call
         from moscopt.export.router import route_with_router
 
@@ -37,14 +39,14 @@ def route_task(
             assert run is not None
             deployment = open_run_export(run, "router")
         return route_with_router(text, deployment.folder)
-    if chosen == "static":
+    if chosen in ("static", "agents"):  # agents: the table its router skill spells out
         if deployment is None:
             assert run is not None
-            deployment = open_run_export(run, "static")
+            deployment = open_run_export(run, chosen)
         assert deployment.table is not None
         match = deployment.table.match(text)
         return {
-            "mode": "static",
+            "mode": chosen,
             "skills": list(match.skills),
             "source": "static",
             "rule": match.index,

@@ -1,14 +1,17 @@
 """`AgentCommand`: the external agent's command line and how a task reaches it.
 
-Placeholders in the command's arguments (each replaced as a whole word inside an argument,
-never through a shell): `{task}` the task text, `{task_file}` the path of `TASK.md` holding it,
-`{workdir}` the task's working folder, `{skills_dir}` the first skills folder, `{answer_file}`
-the answer file's path. Without `{task}` or `{task_file}` the task is written to the command's
-stdin. A string command is split like a shell would (`shlex.split`), with no shell involved.
+Placeholders in the command's arguments (replaced inside each argument, which stays one
+argument; no shell is involved): `{task}` the task text, `{task_file}` the path of `TASK.md`
+holding it, `{workdir}` the task's working folder, `{skills_dir}` the first skills folder,
+`{answer_file}` the answer file's path, `{cwd}` the folder moscopt was started in (your
+project: for a script of yours, `python3 {cwd}/my_agent.py`). Without `{task}` or `{task_file}`
+the task is written to the command's stdin. A string command is split as a shell would split
+it (`shlex.split`).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
@@ -21,7 +24,7 @@ from moscopt.errors import UserError
 if TYPE_CHECKING:
     from moscopt.config import AgentConfig
 
-PLACEHOLDERS = ("{task}", "{task_file}", "{workdir}", "{skills_dir}", "{answer_file}")
+PLACEHOLDERS = ("{task}", "{task_file}", "{workdir}", "{skills_dir}", "{answer_file}", "{cwd}")
 TASK_FILE = "TASK.md"
 
 
@@ -34,6 +37,7 @@ class AgentCommand:
     timeout: float
     answer_file: str | None = None
     parallel: int = 4
+    cwd: str = ""  # where moscopt was started: the `{cwd}` placeholder
 
     @classmethod
     def from_config(cls, agent: AgentConfig) -> AgentCommand:
@@ -48,7 +52,8 @@ class AgentCommand:
             raise UserError(f"cannot be split into arguments: {e}", field="agent.command") from None
         if not argv or not argv[0].strip():
             raise UserError("is empty: give the agent's command line", field="agent.command")
-        program = argv[0]
+        cwd = os.getcwd()
+        program = argv[0].replace("{cwd}", cwd)
         if shutil.which(program) is None:
             raise UserError(
                 f"program {program!r} not found (not on PATH, or not executable)",
@@ -64,6 +69,7 @@ class AgentCommand:
             timeout=agent.timeout,
             answer_file=agent.answer_file,
             parallel=agent.parallel,
+            cwd=cwd,
         )
 
     @property
@@ -72,6 +78,7 @@ class AgentCommand:
 
     def render(self, values: Mapping[str, str]) -> list[str]:
         """The argument list with the placeholders filled from `values` (keys without braces)."""
+        values = {"cwd": self.cwd, **values}
         out = []
         for arg in self.argv:
             for ph in PLACEHOLDERS:

@@ -218,3 +218,12 @@ def test_secrets_in_the_agents_output_never_reach_the_rollout(
     code = "import os, sys; print(os.environ['OPENAI_API_KEY'], file=sys.stderr); print('hi')"
     result = run(agent_for([rule()], command=[sys.executable, "-c", code]))
     assert secret not in result.response and secret not in str(result.to_json())
+
+
+def test_cwd_names_the_folder_moscopt_started_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "agent.py").write_text("print('FINAL ANSWER: 6')\n")
+    monkeypatch.chdir(tmp_path)
+    result = run(agent_for([rule()], command=[sys.executable, "{cwd}/agent.py"]))
+    assert result.reward == 1.0
