@@ -8,12 +8,13 @@ The context is the one owner of the run's state in memory: phases change `ctx.st
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from moscopt.agent import SkillAgent
 from moscopt.assembly import make_router
 from moscopt.config import Config
+from moscopt.credit import forget
 from moscopt.gating import GateStats, Router
 from moscopt.harness import Rollout
 from moscopt.ledger import BaseEvent, CallSink, RolloutEvent
@@ -21,7 +22,7 @@ from moscopt.lm.base import LM
 from moscopt.policies.error_rate import watch_error_rate
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
-from moscopt.state import Cursor, RunState, Totals
+from moscopt.state import Cursor, RunState, ScorePoint, Totals
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Splits, Task
@@ -152,6 +153,31 @@ class Context:
     def checkpoint(self, pool: Pool) -> str:
         """The checkpoint file of `pool` (written now if it is new)."""
         return self.run.write_checkpoint(pool, self.state.step)
+
+    def adopt(self, pool: Pool, score: float) -> str:
+        """Make `pool` the current pool after an accepted decision that scored it `score`;
+        the checkpoint the decision's event names."""
+        checkpoint = self.checkpoint(pool)
+        self.pool = pool
+        self.cursor.best_val = score
+        s = self.state
+        s.val_history.append(
+            ScorePoint(epoch=s.epoch, step=s.step, phase=self.cursor.phase, score=score)
+        )
+        return checkpoint
+
+    def renew(self, old: Pool, new: Pool, born: Iterable[str]) -> None:
+        """The statistics after a change of membership: skills gone are forgotten with their
+        optimizer state; newborns start from the survivors' mean Q, with no activations."""
+        s = self.state
+        survivors = [n for n in old.names if n in new.names]
+        prior = sum(s.q.get(n, 0.0) for n in survivors) / max(1, len(survivors))
+        for name in set(old.names) - set(new.names):
+            forget(s, name)
+            s.optimizers.pop(name, None)
+        for name in born:
+            s.q[name] = prior
+            s.activations.pop(name, None)
 
     def save(self) -> None:
         totals = self.base_totals.model_copy()

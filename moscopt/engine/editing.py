@@ -26,7 +26,7 @@ from moscopt.ledger import EditEvent, RolloutEvent
 from moscopt.niches.hook import decided, pending_evidence, with_evidence
 from moscopt.policies.edit_budget import EditBudget
 from moscopt.skills import GATE_NAME, Pool
-from moscopt.state import OptimizerState, ScorePoint
+from moscopt.state import OptimizerState
 
 if TYPE_CHECKING:
     from moscopt.engine.context import Context
@@ -195,14 +195,7 @@ class Editor:
         patch, checkpoint = None, None
         if verdict.accepted:
             patch = jsonpatch.make_patch(ctx.pool.to_json(), new_pool.to_json()).patch
-            checkpoint = ctx.checkpoint(new_pool)
-            ctx.pool = new_pool
-            ctx.cursor.best_val = after
-            ctx.state.val_history.append(
-                ScorePoint(
-                    epoch=ctx.state.epoch, step=ctx.state.step, phase=ctx.cursor.phase, score=after
-                )
-            )
+            checkpoint = ctx.adopt(new_pool, after)
         for p in proposed:
             opt = self.opt(p.name)
             part = (

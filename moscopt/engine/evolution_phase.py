@@ -16,12 +16,10 @@ import asyncio
 import random
 from typing import TYPE_CHECKING
 
-from moscopt.credit import forget
 from moscopt.engine.editing import Editor
 from moscopt.engine.validation import Validator, decision
 from moscopt.evolve import generated_names, newborns, next_generation
 from moscopt.ledger import EpochEnd, EvolutionEvent
-from moscopt.state import ScorePoint
 
 if TYPE_CHECKING:
     from moscopt.engine.context import Context
@@ -45,22 +43,8 @@ async def evolve(ctx: Context, validator: Validator) -> None:
     verdict = await validator.decide(old, pool, direction="not_worse")
     checkpoint = None
     if verdict.accepted:
-        survivors = [n for n in old.names if n in pool.names]
-        prior = sum(s.q.get(n, 0.0) for n in survivors) / max(1, len(survivors))
-        for name in set(old.names) - set(pool.names):
-            forget(s, name)
-            s.optimizers.pop(name, None)
-        for name in newborns(notes):
-            s.q[name] = prior
-            s.activations.pop(name, None)
-        checkpoint = ctx.checkpoint(pool)
-        ctx.pool = pool
-        ctx.cursor.best_val = verdict.candidate_score
-        s.val_history.append(
-            ScorePoint(
-                epoch=s.epoch, step=s.step, phase=ctx.cursor.phase, score=verdict.candidate_score
-            )
-        )
+        ctx.renew(old, pool, newborns(notes))
+        checkpoint = ctx.adopt(pool, verdict.candidate_score)
     ctx.record(
         EvolutionEvent(
             **ctx.where(),

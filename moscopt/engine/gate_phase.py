@@ -19,7 +19,6 @@ from moscopt.harness import Rollout
 from moscopt.ledger import GateRestored
 from moscopt.policies.gate_restoration import GateRestoration
 from moscopt.skills import GATE_NAME, Skill
-from moscopt.state import ScorePoint
 
 if TYPE_CHECKING:
     from moscopt.engine.context import Context
@@ -71,17 +70,7 @@ class GatePhase:
         verdict = await self.validator.decide(ctx.pool, candidate, direction="not_worse")
         checkpoint = None
         if verdict.accepted:
-            checkpoint = ctx.checkpoint(candidate)
-            ctx.pool = candidate
-            ctx.cursor.best_val = verdict.candidate_score
-            ctx.state.val_history.append(
-                ScorePoint(
-                    epoch=ctx.state.epoch,
-                    step=ctx.state.step,
-                    phase=ctx.cursor.phase,
-                    score=verdict.candidate_score,
-                )
-            )
+            checkpoint = ctx.adopt(candidate, verdict.candidate_score)
         ctx.record(
             GateRestored(
                 **ctx.where(),

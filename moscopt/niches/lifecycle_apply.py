@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from moscopt.credit import forget
 from moscopt.engine.validation import decision
 from moscopt.evolve import Job, draft, pool_listing
 from moscopt.ledger import LifecycleEvent
 from moscopt.skills import Pool, Skill
-from moscopt.state import ScorePoint
 
 if TYPE_CHECKING:
     from moscopt.engine.context import Context
@@ -68,25 +66,12 @@ async def apply_op(ctx: Context, validator: Validator, op: Op) -> bool:
     verdict = await validator.decide(old, pool, direction="not_worse")
     checkpoint = None
     if verdict.accepted:
-        survivors = [n for n in old.names if n in pool.names]
-        prior = sum(s.q.get(n, 0.0) for n in survivors) / max(1, len(survivors))
-        for name in removed:
-            forget(s, name)
-            s.optimizers.pop(name, None)
-            if s.niches is not None:
+        ctx.renew(old, pool, [child.name] if child is not None else [])
+        if s.niches is not None:
+            for name in removed:
                 s.niches.pending.pop(name, None)
                 s.niches.below.pop(name, None)
-        if child is not None:
-            s.q[child.name] = prior
-            s.activations.pop(child.name, None)
-        checkpoint = ctx.checkpoint(pool)
-        ctx.pool = pool
-        ctx.cursor.best_val = verdict.candidate_score
-        s.val_history.append(
-            ScorePoint(
-                epoch=s.epoch, step=s.step, phase=ctx.cursor.phase, score=verdict.candidate_score
-            )
-        )
+        checkpoint = ctx.adopt(pool, verdict.candidate_score)
     ctx.record(
         LifecycleEvent(
             **ctx.where(),
