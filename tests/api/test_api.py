@@ -107,7 +107,7 @@ def test_bad_input_is_a_user_error_before_any_call() -> None:
         moscopt.evaluate([{"answer": "1"}], lm=lm)
     with pytest.raises(UserError, match="unknown grader"):
         moscopt.evaluate(ROWS, grader="fuzzy", lm=lm)
-    with pytest.raises(UserError, match="field 'pool.k'"):
+    with pytest.raises(UserError, match=r"field 'pool\.k'"):
         moscopt.evaluate(ROWS, config={"pool.k": 0}, lm=lm)
     with pytest.raises(UserError, match="unknown split"):
         moscopt.evaluate(ROWS, split="dev", lm=lm)
