@@ -182,10 +182,10 @@ def evaluate(
     from moscopt.assembly import make_agent, make_router
     from moscopt.evaluate import evaluate as run_eval
 
-    cfg = config_of(config, lm, None)
-    bench, splits, _ = benchmark_of(cfg, tasks, grader, benchmark, instructions)
     if split not in ("train", "val", "test", "all"):
         raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
+    cfg = config_of(config, lm, None)
+    bench, splits, _ = benchmark_of(cfg, tasks, grader, benchmark, instructions)
     chosen = splits[split]
     if not chosen:
         raise UserError(f"the {split} split is empty", field="split")

@@ -107,6 +107,8 @@ def resume(
     with run.locked():
         frozen = run.load_config()
         changed = {k: v for k, v in overrides.items() if v is not None}
+        if "data.path" in changed:  # the frozen config holds the resolved path
+            changed["data.path"] = str(Path(changed["data.path"]).resolve())
         fixed = [k for k in changed if k not in RESUMABLE and _get(frozen, k) != changed[k]]
         if fixed:
             raise UserError(
@@ -246,6 +248,8 @@ def evaluate(
             f"unknown mode '{mode}' (none, mixture, static, distilled, router or agents)",
             field="mode",
         )
+    if split not in ("train", "val", "test", "all"):  # before any data is loaded
+        raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
     reps: int | str = "auto" if repeats == "auto" else _positive(repeats)
     run = RunDir.open(run_path) if run_path is not None else None
     state: RunState | None = run.load_state() if run is not None else None
@@ -265,8 +269,6 @@ def evaluate(
     if deployment is not None:
         default_bench = default_bench or deployment.manifest.benchmark
     bench, splits = resolve_benchmark(config, benchmark or default_bench)
-    if split not in ("train", "val", "test", "all"):
-        raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
     tasks = splits[split]
     if not tasks:
         raise UserError(f"the {split} split of '{bench.name}' is empty", field="split")

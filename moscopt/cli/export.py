@@ -15,6 +15,8 @@ from moscopt.cli.app import app
     "model",
     "optimizer_model",
     "api_base",
+    "max_tokens",
+    "timeout",
     "data",
     "max_calls",
     "max_cost",

@@ -38,12 +38,17 @@ class Shared:
     data: Path | None = None
     limit: int | None = None
     max_tokens: int | None = None
+    timeout: float | None = None
     no_cache: bool = False
     set: list[str] = field(default_factory=list)
     json_out: bool = False
 
     def overrides(self, **extra: Any) -> dict[str, Any]:
-        """The options as dotted config keys; `extra` adds a command's own (None: not given)."""
+        """The options as dotted config keys; `extra` adds a command's own (None: not given).
+
+        Each value is checked on its own first, so that a bad one is blamed on its flag
+        (`--max-calls 0: ...`), never on a line of moscopt.yaml; values that are only wrong
+        together with the file (K > N) are checked with the file."""
         out: dict[str, Any] = {
             "model": self.model,
             "optimizer_model": self.optimizer_model,
@@ -55,11 +60,58 @@ class Shared:
             "data.path": str(self.data) if self.data is not None else None,
             "data.limit": self.limit,
             "sampling.max_tokens": self.max_tokens,
+            "llm.timeout": self.timeout,
             "llm.cache": False if self.no_cache else None,
         }
         out.update(extra)
-        out.update(parse_settings(self.set))
-        return {k: v for k, v in out.items() if v is not None}
+        settings = parse_settings(self.set)
+        out.update(settings)
+        given = {k: v for k, v in out.items() if v is not None}
+        check_flags(given, {k: f"--set {k}" for k in settings})
+        return given
+
+
+# the flag that sets each dotted key (a command's own flags included), for error messages
+FLAG_OF = {
+    "model": "--model",
+    "optimizer_model": "--optimizer-model",
+    "api_base": "--api-base",
+    "seed": "--seed",
+    "llm.concurrency": "--concurrency",
+    "llm.max_calls": "--max-calls",
+    "llm.max_cost": "--max-cost",
+    "llm.timeout": "--timeout",
+    "data.path": "--data",
+    "data.limit": "--limit",
+    "sampling.max_tokens": "--max-tokens",
+    "pool.n": "--n",
+    "pool.k": "--k",
+    "training.epochs": "--epochs",
+    "training.max_steps_per_epoch": "--steps-per-epoch",
+    "optimizer.acceptance": "--acceptance",
+    "gating.policy": "--gate",
+    "gating.granularity": "--gating",
+}
+
+
+def check_flags(values: dict[str, Any], names: dict[str, str]) -> None:
+    """A `UserError` naming the flag of the first value that is invalid by itself."""
+    from pydantic import ValidationError
+
+    from moscopt.config import Config, _set_dotted
+    from moscopt.validation import describe
+
+    for dotted, value in values.items():
+        data: dict[str, Any] = {}
+        _set_dotted(data, dotted, value)
+        try:
+            Config.model_validate(data)
+        except ValidationError as e:
+            field, msg = describe(e)
+            if field == dotted:
+                flag = names.get(dotted) or FLAG_OF.get(dotted, f"--set {dotted}")
+                shown = f"{flag}={value!r}" if flag.startswith("--set ") else f"{flag} {value!r}"
+                raise UserError(f"{shown}: {msg}") from None
 
 
 def parse_settings(items: list[str]) -> dict[str, Any]:
@@ -117,6 +169,10 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
     "max_tokens": (
         int | None,
         typer.Option(None, "--max-tokens", help="Longest answer per LLM call, in tokens."),
+    ),
+    "timeout": (
+        float | None,
+        typer.Option(None, "--timeout", help="Seconds per LLM request (default 120)."),
     ),
     "no_cache": (bool, typer.Option(False, "--no-cache", help="Do not reuse cached responses.")),
     "set": (

@@ -11,7 +11,7 @@ from moscopt.cli.app import app
 
 
 @app.command("route")
-@o.shared("model", "api_base", "config", "no_cache", "set", "json_out")
+@o.shared("model", "api_base", "timeout", "config", "no_cache", "set", "json_out")
 def route_cmd(
     opts: o.Shared,
     task: str = typer.Argument(..., help="The task text."),
