@@ -115,6 +115,10 @@ def check_models(config: Config, roles: Sequence[Role] = ("agent", "optimizer"))
     """Fail early, before any work, on a model of `roles` that cannot be called."""
     from moscopt.lm import check_model
 
+    if config.agent.command and "agent" in roles:  # the external agent's program, up front
+        from moscopt.external import AgentCommand
+
+        AgentCommand.from_config(config.agent)
     checked = set()
     for role in roles:
         model = model_of(config, role)

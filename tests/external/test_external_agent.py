@@ -227,3 +227,20 @@ def test_cwd_names_the_folder_moscopt_started_in(
     monkeypatch.chdir(tmp_path)
     result = run(agent_for([rule()], command=[sys.executable, "{cwd}/agent.py"]))
     assert result.reward == 1.0
+
+
+def test_a_missing_agent_program_is_refused_before_a_run_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from moscopt.cli import app
+    from moscopt.testing.scripted import write_project
+
+    write_project(tmp_path, seed_dir, "agent:\n  command: no-such-agent-program -p\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    args = ["train", "--benchmark", "addition.yaml", "--data", "addition.jsonl", "--n", "3"]
+    result = CliRunner().invoke(app, [*args, "--k", "2", "--model", "openai/x", "--run", "runs/r"])
+    assert result.exit_code == 2 and "field 'agent.command'" in result.output
+    assert not (tmp_path / "runs/r").exists()
