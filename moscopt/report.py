@@ -24,6 +24,7 @@ from moscopt.fsio import atomic_write_bytes, atomic_write_text, iter_jsonl
 from moscopt.history import CORE_KINDS, EditEntry, EvolutionEntry, History
 from moscopt.ledger import Decision, LLMCall
 from moscopt.report_render import Block, render_html, render_markdown
+from moscopt.report_sections import embed_images, extra_blocks, write_images
 from moscopt.rundir import RunDir
 from moscopt.stats import mean_ci, repeats_half_width
 
@@ -92,6 +93,9 @@ def write_report(
         atomic_write_bytes(plot_path, png)
         plot = plot_path
     blocks = build_blocks(run, history, plot, now or datetime.now(UTC))
+    # the HTML page stands alone (images embedded); Markdown links PNGs written beside it
+    place = embed_images if html_out else write_images
+    blocks = place(blocks, path.parent, run.path.name)
     text = render_html(blocks, run.path.name) if html_out else render_markdown(blocks)
     atomic_write_text(path, text)
     return ReportResult(path, plot, notes)
@@ -348,6 +352,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
     if evolutions:
         blocks.append(("h2", "Evolution"))
         blocks.append(_evolution_table(evolutions))
+    blocks.extend(extra_blocks(run, state, config.credit.beta))  # moscopt.report_sections
     blocks.append(("h2", "Final pool"))
     blocks.append(
         (

@@ -84,7 +84,7 @@ def test_report_markdown_plot_mode_table_and_curve(project: Path) -> None:
     assert (project / "pages/report-curve.png").is_file()
     assert (
         html.startswith("<!DOCTYPE html>")
-        and '<img alt="learning curve" src="report-curve.png">' in html
+        and '<img alt="learning curve" src="data:image/png;base64,' in html  # self-contained
     )
     assert "<td>mixture</td>" in html and "&#x27;" in html  # cells are escaped
 
