@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -96,7 +95,9 @@ def train_cmd(
         },
     )
     json_out, config = opts.json_out, opts.config
-    display = _Display(quiet=json_out)
+    from moscopt.cli.display import TrainDisplay
+
+    display = TrainDisplay(quiet=json_out)  # live on a terminal, plain lines elsewhere
     try:
         if resume:
             if run is None:
@@ -148,48 +149,3 @@ def train_cmd(
     elif before is not None and after is not None:
         typer.echo(f"validation score: {before:.3f} -> {after:.3f}")
     typer.echo(f"skills: {summary['skills']}  (moscopt status --run {summary['run']})")
-
-
-class _Display:
-    """Progress on stderr: one line per phase, edit and evolution decision."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.console: Any = None
-
-    def _out(self) -> Any:
-        if self.console is None:
-            from rich.console import Console
-
-            self.console = Console(stderr=True, highlight=False)
-        return self.console
-
-    def note(self, text: str) -> None:
-        if not self.quiet:
-            self._out().print(f"[yellow]note:[/] {text}")
-
-    def update(self, e: dict[str, Any]) -> None:
-        if self.quiet:
-            return
-        best = "-" if e.get("best_val") is None else f"{e['best_val']:.3f}"
-        head = f"[{e['epoch'] + 1}/{e['epochs']}] step {e['step']} {e['phase']}:"
-        tokens = e["tokens"]
-        tok = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
-        tail = (
-            f"val {best} | edits +{e['accepted']}/-{e['rejected']} | {e['calls']} calls, "
-            f"{tok} tok, ${e['cost']:.4f}"
-        )
-        kind = e.get("event")
-        if kind == "edit":
-            verdict = "[green]accepted[/]" if e["verdict"] else "[red]rejected[/]"
-            self._out().print(f"{head} edit {e['target']} {verdict} ({e['score']:.3f}) | {tail}")
-        elif kind == "evolution":
-            verdict = "accepted" if e["verdict"] else "rejected"
-            self._out().print(f"{head} evolution {verdict} ({e['score']:.3f}) | {tail}")
-        elif kind == "phase":
-            self._out().print(f"{head} start | {tail}")
-        elif kind == "done":
-            self._out().print(f"finished | {tail}")
-
-    def close(self) -> None:
-        pass

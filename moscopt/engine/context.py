@@ -205,6 +205,12 @@ class Context:
                 "calls": s.totals.calls,
                 "tokens": s.totals.prompt_tokens + s.totals.completion_tokens,
                 "cost": s.totals.cost,
+                # the gate's recent parse-failure rate (the restoration window), None: no data
+                "gate_fallback": (
+                    sum(s.gate_failure_rates) / len(s.gate_failure_rates)
+                    if s.gate_failure_rates
+                    else None
+                ),
                 **fields,
             }
         )
