@@ -109,6 +109,12 @@ def run_summary(run: RunDir) -> dict[str, Any]:
             for e in history.restorations
         ],
         "acceptance": _decisions(history),
+        # the gate's parse-failure rate over the last steps (its restoration window)
+        "gate_fallback_recent": (
+            sum(state.gate_failure_rates) / len(state.gate_failure_rates)
+            if state.gate_failure_rates
+            else None
+        ),
         "niches": niche_summary(state, pool.names),
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),

@@ -34,7 +34,7 @@ app = typer.Typer(
     name="moscopt",
     help="Optimize an LLM agent's pool of Markdown skills and its gating skill (MOSCOPT).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, ...)
     pretty_exceptions_enable=False,  # never print locals: they may hold API keys
     rich_markup_mode=None,
 )

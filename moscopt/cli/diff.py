@@ -30,11 +30,26 @@ def diff_cmd(
     run: Path | None = typer.Option(
         None, "--run", help="A run directory (default: the project's latest run)."
     ),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     from moscopt.history import History, open_run, skill_diff
 
     history = History.load(open_run(run))
     result = skill_diff(history, skill, from_step, to_step)
+    if json_out:
+        import json
+
+        data = {
+            "run": str(history.run.path),
+            "skill": skill,
+            "from": from_step,
+            "to": to_step,
+            "changed": bool(result.text),
+            "diff": result.text,
+            "notes": [*history.warnings, *result.notes],
+        }
+        typer.echo(json.dumps(data, indent=2))
+        return
     for note in (*history.warnings, *result.notes):
         typer.echo(f"moscopt: {note}", err=True)
     if result.text:

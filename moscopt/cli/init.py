@@ -13,11 +13,18 @@ from moscopt.cli.app import app
 def init_cmd(
     directory: Path = typer.Argument(Path("."), help="Project folder (created if missing)."),
     force: bool = typer.Option(False, "--force", help="Replace moscopt.yaml and the seed skills."),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Scaffold a project: moscopt.yaml, skills/ (the seed library, gate included), .gitignore."""
     from moscopt.project import init_project
 
     result = init_project(directory, force=force)
+    if json_out:
+        import json
+
+        data = {"project": str(directory), "created": [str(p) for p in result.created]}
+        typer.echo(json.dumps(data, indent=2))
+        return
     for path in result.created:
         typer.echo(f"wrote {path}")
     typer.echo(

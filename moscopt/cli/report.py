@@ -22,6 +22,7 @@ def report_cmd(
     ),
     html_out: bool = typer.Option(False, "--html", help="Write HTML instead of Markdown."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing -o file."),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Write a Markdown/HTML report: settings and totals, a learning-curve plot (PNG next to the
     report), best validation score per epoch, evaluated modes (from `moscopt eval --run`), every
@@ -30,6 +31,13 @@ def report_cmd(
     from moscopt.report import write_report
 
     result = write_report(open_run(run), out, html_out=html_out, force=force)
+    if json_out:
+        import json
+
+        plot = str(result.plot) if result.plot is not None else None
+        data = {"report": str(result.path), "plot": plot, "notes": result.notes}
+        typer.echo(json.dumps(data, indent=2))
+        return
     for note in result.notes:
         typer.echo(f"moscopt: {note}", err=True)
     typer.echo(f"report: {result.path}")
