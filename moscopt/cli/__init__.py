@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from moscopt.cli import (  # noqa: F401  (importing a module registers its command)
+    ablate,
     benchmarks,
+    compare,
     diff,
     eval,
     export,
