@@ -4,7 +4,9 @@ In the scripted world the agent succeeds iff a skill holds the magic rule, and E
 the rule only after seeing its first (useless) edit rejected. So the full method reaches 1.0,
 the reflect-edit ablation (no rejection buffer, no memory) never does, single-skill mode (its
 one skill is the one that gets the rule) matches the full method, and the no-skill baseline
-scores 0. The budget (40 calls) stops the full method in its last phase, after the rule.
+scores 0. Uninterrupted, the full method's skill phase ends at call 40 (the rule accepted),
+its gate phase at 44 and evolution at 47: the budget of 42 stops it in the gate phase, with room
+on either side for a resumed run whose replays make its calls fall a little differently.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from moscopt.cli import app
 from moscopt.testing import FakeServer
 
 REPO = Path(__file__).resolve().parents[2]
-BUDGET = 40
+BUDGET = 42
 CONFIGS = "single-skill,reflect-edit,static,distilled,no-skill"  # and full: 6 configurations
 ORDER = ["full", "single-skill", "reflect-edit", "static", "distilled", "no-skill"]
 SEEDS = [42, 43, 44]
@@ -124,9 +126,9 @@ def test_a_finished_study_is_not_repeated_and_gives_the_same_table(
 
 def test_another_frame_is_refused(world: World, reference: dict[str, Any]) -> None:
     args = ablate(world.server.url, world.root, "studies/ref")
-    args[args.index("--budget-calls") + 1] = "41"
+    args[args.index("--budget-calls") + 1] = "43"
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2 and "budget_calls: 40 there, 41 now" in result.output
+    assert result.exit_code == 2 and "budget_calls: 42 there, 43 now" in result.output
 
 
 def moscopt(root: Path, *args: str) -> subprocess.Popen[bytes]:
