@@ -110,8 +110,11 @@ def check_flags(values: dict[str, Any], names: dict[str, str]) -> None:
             field, msg = describe(e)
             if field == dotted:
                 flag = names.get(dotted) or FLAG_OF.get(dotted, f"--set {dotted}")
-                shown = f"{flag}={value!r}" if flag.startswith("--set ") else f"{flag} {value!r}"
-                raise UserError(f"{shown}: {msg}") from None
+                # numbers and switches are echoed; text never is (a URL may hold a password)
+                echo = isinstance(value, int | float) and not isinstance(value, bool)
+                sep = "=" if flag.startswith("--set ") else " "
+                shown = f"{flag}{sep}{value}" if echo else flag
+                raise UserError(f"{shown} (field '{dotted}'): {msg}") from None
 
 
 def parse_settings(items: list[str]) -> dict[str, Any]:

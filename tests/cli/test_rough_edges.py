@@ -28,10 +28,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> 
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
-        (["--max-calls", "0"], "--max-calls 0: "),
-        (["--timeout", "0"], "--timeout 0.0: "),
-        (["--concurrency", "0"], "--concurrency 0: "),
-        (["--set", "llm.max_retries=-1"], "--set llm.max_retries=-1: "),
+        (["--max-calls", "0"], "--max-calls 0 (field 'llm.max_calls'): "),
+        (["--timeout", "0"], "--timeout 0.0 (field 'llm.timeout'): "),
+        (["--concurrency", "0"], "--concurrency 0 (field 'llm.concurrency'): "),
+        (["--set", "llm.max_retries=-1"], "--set llm.max_retries=-1 (field 'llm.max_retries'): "),
+        (["--api-base", "http://u:pw-123456@h/v1"], "--api-base (field 'api_base'): "),
     ],
 )
 def test_a_bad_flag_is_blamed_on_the_flag_not_on_a_line_of_the_file(
@@ -40,6 +41,7 @@ def test_a_bad_flag_is_blamed_on_the_flag_not_on_a_line_of_the_file(
     result = runner.invoke(app, ["train", "--benchmark", "addition.yaml", *flags])
     assert result.exit_code == 2
     assert says in result.output and "moscopt.yaml" not in result.output
+    assert "pw-123456" not in result.output  # a URL's password is never echoed
 
 
 def test_timeout_is_a_flag_of_every_command_that_calls_models() -> None:
