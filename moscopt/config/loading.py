@@ -1,0 +1,178 @@
+"""`Config`, the whole of `moscopt.yaml`, and `load_config`: defaults <- file <- flags."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+
+from moscopt import yamlio
+from moscopt.config.runtime import (
+    AgentConfig,
+    DataConfig,
+    LLMConfig,
+    MemoryConfig,
+    SamplingConfig,
+    check_api_base,
+)
+from moscopt.config.sections import (
+    CreditConfig,
+    EvolutionConfig,
+    GatingConfig,
+    NichesConfig,
+    OptimizerConfig,
+    PoolConfig,
+    RouterConfig,
+    Section,
+    TrainingConfig,
+)
+from moscopt.errors import UserError
+from moscopt.fsio import read_text
+from moscopt.validation import describe
+
+CONFIG_FILE = "moscopt.yaml"
+DEFAULT_MODEL = "local/smollm2"
+
+
+class Config(Section):
+    model: str = DEFAULT_MODEL
+    optimizer_model: str | None = None
+    api_base: str | None = None
+    seed: int = 42
+    benchmark: str | None = None
+    skills_dir: str = "skills"
+    runs_dir: str = "runs"
+    pool: PoolConfig = Field(default_factory=PoolConfig)
+    gating: GatingConfig = Field(default_factory=GatingConfig)
+    router: RouterConfig = Field(default_factory=RouterConfig)
+    credit: CreditConfig = Field(default_factory=CreditConfig)
+    optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
+    evolution: EvolutionConfig = Field(default_factory=EvolutionConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    niches: NichesConfig = Field(default_factory=NichesConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+
+    @field_validator("api_base")
+    @classmethod
+    def _no_credentials(cls, v: str | None) -> str | None:
+        return check_api_base(v)
+
+    @property
+    def effective_optimizer_model(self) -> str:
+        return self.optimizer_model or self.model
+
+    def to_yaml(self) -> str:
+        """The fully resolved config, deterministic (field order fixed by the models)."""
+        return yamlio.dump(
+            self.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=2**31 - 1
+        )
+
+
+def load_config(
+    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> Config:
+    """Defaults <- file at `path` (if given) <- `overrides` (dotted keys; None values ignored)."""
+    data: dict[str, Any] = {}
+    text = ""
+    if path is not None:
+        path = Path(path)
+        text = read_text(path)
+        try:
+            loaded = yamlio.load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise UserError(
+                problem if problem == yamlio.ALIASES_REFUSED else f"not valid YAML: {problem}",
+                path=path,
+                line=min(mark.line + 1, max(text.count("\n"), 1)) if mark is not None else None,
+            ) from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise UserError("must be a YAML mapping (key: value)", path=path, line=1)
+        data = loaded
+    file_data = data
+    data = _deep_copy(data)
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            set_dotted(data, dotted, value)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        field, msg = describe(e)
+        flag_set = any(
+            d == field or d.startswith(field + ".") or field.startswith(d + ".")
+            for d in overrides or {}
+        )
+        in_file = _lookup(file_data, field) is not _MISSING
+        line = _line_of(text, field) if (path is not None and in_file) else None
+        if flag_set and not in_file:
+            raise UserError(msg, field=field) from None
+        raise UserError(msg, path=path, line=line, field=field) from None
+
+
+_MISSING = object()
+
+
+def _deep_copy(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _deep_copy(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_deep_copy(v) for v in d]
+    return d
+
+
+def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for key in parents:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = {}
+            node[key] = child
+        node = child
+    node[leaf] = value
+
+
+def _lookup(data: Any, dotted: str) -> Any:
+    node = data
+    for key in dotted.split("."):
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return _MISSING
+    return node
+
+
+def _line_of(text: str, dotted: str) -> int | None:
+    """1-based line of the key `dotted` in YAML `text`, if it can be found."""
+    try:
+        node: Any = yaml.compose(text, Loader=yamlio.StrictLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for key in dotted.split("."):
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == key:
+                    line = k.start_mark.line + 1
+                    node = v
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
+            node = node.value[int(key)]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
