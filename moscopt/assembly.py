@@ -42,6 +42,7 @@ def resolve_benchmark(config: Config, name: str | None) -> tuple[Benchmark, Spli
     if not name:
         raise UserError("no benchmark: pass --benchmark NAME (see `moscopt benchmarks`)")
     bench = get_benchmark(name)
+    bench.allow_unsandboxed = config.agent.allow_unsandboxed
     splits = bench.load_config(config.data)
     for split in ("train", "val"):
         if not splits[split]:

@@ -35,7 +35,13 @@ from moscopt.lm.errors import LMFatalError, LMRequestError
 from moscopt.memory.tracker import CONFIDENCE_INSTRUCTION
 from moscopt.prompting import render
 from moscopt.skills import Skill
-from moscopt.tools.toolbox import TEXT_INSTRUCTIONS, Invocation, ToolBox, bound
+from moscopt.tools.toolbox import (
+    TEXT_INSTRUCTIONS,
+    Invocation,
+    ToolBox,
+    ToolOptions,
+    make_toolbox,
+)
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Task
@@ -245,7 +251,7 @@ async def run_agent(
     """
     usage = Usage()
     refine = not tools
-    box = toolbox or ToolBox(tuple(tools))
+    box = toolbox or make_toolbox(tools, None, ToolOptions())
     messages: list[Message] = []
     current: Sequence[Skill] = skills
     ask = memory is not None and memory.settings.ask_confidence
@@ -277,7 +283,7 @@ async def run_agent(
             response = text
         observation, failed = "", False
         if invocation is not None:
-            observation, failed = await asyncio.to_thread(_run_tool, box, invocation)
+            observation, failed = await asyncio.to_thread(box.run, invocation)
         halt = None
         if memory is not None:
             from moscopt.benchmarks.extract import extract_answer
@@ -322,14 +328,6 @@ def _shown(text: str, invocation: Invocation | None, box: ToolBox) -> str:
     if invocation is None or not box.native or invocation.call_id is None:
         return text
     return f"{text}\n[tool call {invocation.tool}]\n{invocation.input}".strip()
-
-
-def _run_tool(box: ToolBox, invocation: Invocation) -> tuple[str, bool]:
-    if invocation.tool == "python" and invocation.error is None:
-        text = _run_python_tool(invocation.input)
-        failed = "[error" in text[-300:] or "[exit code" in text[-300:]
-        return bound(text, box.max_chars), failed
-    return box.run(invocation)
 
 
 def _memory_request(
@@ -387,9 +385,3 @@ def _set_system(messages: list[Message], system: str | None) -> None:
         messages[0] = {"role": "system", "content": system}
     else:
         messages.insert(0, {"role": "system", "content": system})
-
-
-def _run_python_tool(code: str) -> str:
-    from moscopt.tools import PythonTool
-
-    return PythonTool()(code)

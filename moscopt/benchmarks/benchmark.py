@@ -29,6 +29,8 @@ class Benchmark:
         self.answer_instructions = spec.answer_instructions
         self.tools: list[str] = list(spec.tools)
         self._grader: GradeFn | None = None
+        # may model-written code run where nothing isolates reads (`agent.allow_unsandboxed`)
+        self.allow_unsandboxed = False
 
     def __repr__(self) -> str:
         return f"Benchmark({self.name!r})"
@@ -73,6 +75,10 @@ class Benchmark:
         self._ensure_grader()  # a broken custom grader is reported before any run
         return split_tasks(tasks, wanted, split_seed, source=source, limit=limit)
 
+    def runs_code(self) -> bool:
+        """Whether grading runs model-written code (in the sandbox)."""
+        return self.spec.grader == "code"
+
     def load_config(self, config: DataConfig) -> Splits:
         """`load` with the `data` section of a moscopt config.
 
@@ -108,7 +114,7 @@ class Benchmark:
         if self._grader is None:
             from moscopt.benchmarks.graders import make_grader
 
-            self._grader = make_grader(self.spec)
+            self._grader = make_grader(self.spec, allow_unsandboxed=self.allow_unsandboxed)
         return self._grader
 
     def grade(self, task: Task, response: str) -> Grade:

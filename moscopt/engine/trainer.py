@@ -21,7 +21,7 @@ from moscopt.engine.evolution_phase import end_epoch, evolve
 from moscopt.engine.gate_phase import GatePhase
 from moscopt.engine.skills_phase import SkillsPhase, batches
 from moscopt.engine.validation import Validator
-from moscopt.ledger import RolloutEvent, TrainStart
+from moscopt.ledger import Notice, RolloutEvent, TrainStart
 from moscopt.memory.training import observers as memory_observers
 from moscopt.niches.lifecycle import lifecycle_cycle
 from moscopt.niches.observer import observers as niche_observers
@@ -83,6 +83,7 @@ class Trainer:
             ctx.record(
                 TrainStart(pool=ctx.pool.digest()[:12], n=len(ctx.pool), checkpoint=checkpoint)
             )
+            self._record_sandbox()
             await self.start_phase("skills")
         while s.epoch < ctx.config.training.epochs:
             phase = ctx.cursor.phase
@@ -116,6 +117,22 @@ class Trainer:
     def _evolution_due(self) -> bool:
         cfg, ctx = self.ctx.config.evolution, self.ctx
         return cfg.enabled and not ctx.single and (ctx.state.epoch + 1) % cfg.every == 0
+
+    def _record_sandbox(self) -> None:
+        """A `notice` naming what isolates model-written code, when the run executes any."""
+        from moscopt.agent import agent_tools
+
+        cfg = self.ctx.config
+        tools, _ = agent_tools(cfg.agent.tools, self.ctx.benchmark, cfg.agent.max_steps)
+        if cfg.agent.command or not (
+            {"python", "shell"} & set(tools) or self.ctx.benchmark.runs_code()
+        ):
+            return
+        from moscopt.tools.sandbox import isolation_notice
+
+        self.ctx.record(
+            Notice(kind="sandbox", message=isolation_notice(cfg.agent.allow_unsandboxed))
+        )
 
     def _upgrade_v1(self) -> None:
         """A run saved before the rollout index (state v1): index this epoch's rollouts once, and

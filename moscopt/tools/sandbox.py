@@ -188,6 +188,19 @@ def isolation_available() -> str:
     return "unsandboxed"
 
 
+def isolation_notice(allow_unsandboxed: bool) -> str:
+    """One line for a run's events: what will isolate the model-written code it runs."""
+    isolation = isolation_available()
+    if isolation != "unsandboxed":
+        return f"model-written code runs in the sandbox ({isolation} isolates reads)"
+    if allow_unsandboxed:
+        return (
+            "model-written code runs UNSANDBOXED: nothing isolates reads on this machine and "
+            "agent.allow_unsandboxed is set (it can read your files)"
+        )
+    return f"model-written code will not run: {UNSANDBOXED_REFUSED}"
+
+
 def run_python(
     code: str,
     *,

@@ -214,6 +214,12 @@ def make_toolbox(
     """The tools of one run on `task` (`search` reads the task's own documents when it has
     them, else the configured corpus or provider)."""
     runners: dict[str, Runner] = {}
+    if "python" in names:
+        from moscopt.tools.python_tool import PythonTool
+
+        runners["python"] = PythonTool(
+            max_output=options.max_chars, allow_unsandboxed=options.allow_unsandboxed
+        )
     if "shell" in names:
         from moscopt.tools.shell import ShellTool
 

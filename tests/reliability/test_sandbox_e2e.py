@@ -24,13 +24,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from moscopt import harness
 from moscopt.engine import Trainer
 from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import make_run, respond
-from moscopt.tools import PythonTool, sandbox
+from moscopt.tools import PythonTool, python_tool, sandbox
 
 SECRET = "sk-SANDBOX-MARKER-7d1f0c"
 ESCAPE = Path("/tmp") / f"moscopt-escape-{uuid.uuid4().hex}"
@@ -101,7 +100,9 @@ def test_attack_as_tool_call_is_contained_and_training_goes_on(
     if mode == "no-bwrap-no-namespaces":
         monkeypatch.setattr(sandbox, "_LAYERS", sandbox.Layers(bwrap=False, namespaces=False))
     # the harness's tool with a shorter wall clock than its 10 s default, to keep the test quick
-    monkeypatch.setattr(harness, "_run_python_tool", lambda c: PythonTool(timeout=2.0)(c))
+    monkeypatch.setattr(
+        python_tool, "PythonTool", lambda **kw: PythonTool(**{**kw, "timeout": 2.0})
+    )
 
     attacked = threading.Event()
     observations: list[str] = []

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from moscopt import harness
 from moscopt.agent import SkillAgent
 from moscopt.benchmarks import Task, get_benchmark
 from moscopt.lm.base import Completion, LMRequest, Message, ToolCall, ToolCallingLM, ToolRequest
@@ -18,6 +17,7 @@ from moscopt.lm.cache import ResponseCache
 from moscopt.lm.client import LiteLLMClient
 from moscopt.lm.wire import RawAnswer, chat_body, raw_answer
 from moscopt.testing import FakeLM
+from moscopt.tools import python_tool
 from moscopt.tools.toolbox import ToolBox, ToolOptions
 
 TASK = Task("t1", "offline", "Compute 6 * 7.\n\nEnd with FINAL ANSWER: <n>", "42")
@@ -47,7 +47,7 @@ class FakeToolLM(FakeLM):
 def test_native_calls_run_the_tool_and_the_result_comes_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(harness, "_run_python_tool", lambda code: f"ran: {code}\n42")
+    monkeypatch.setattr(python_tool, "PythonTool", lambda **_: lambda code: f"ran: {code}\n42")
     lm = FakeToolLM(
         [ToolCall("c1", "python", '{"code": "print(6 * 7)"}')],
         routes={"agent": lambda r: "FINAL ANSWER: 42"},
@@ -77,7 +77,7 @@ def test_bad_native_arguments_and_unknown_tools_are_observations() -> None:
 def test_models_without_function_calling_get_the_text_protocol(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(harness, "_run_python_tool", lambda code: "42")
+    monkeypatch.setattr(python_tool, "PythonTool", lambda **_: lambda code: "42")
     replies = iter(["```python\nprint(6 * 7)\n```", "FINAL ANSWER: 42"])
     lm = FakeLM(routes={"agent": lambda r: next(replies)})
     bench = get_benchmark("offline")
@@ -96,7 +96,7 @@ def test_text_protocol_parsing() -> None:
 
 
 def test_tool_results_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(harness, "_run_python_tool", lambda code: "x" * 50_000)
+    monkeypatch.setattr(python_tool, "PythonTool", lambda **_: lambda code: "x" * 50_000)
     replies = iter(["```python\nprint('x' * 50000)\n```", "FINAL ANSWER: 42"])
     lm = FakeLM(routes={"agent": lambda r: next(replies)})
     agent = SkillAgent(lm, get_benchmark("offline"), None, tools=("python",), max_steps=3)

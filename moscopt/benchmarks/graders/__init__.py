@@ -13,8 +13,11 @@ from moscopt.benchmarks.tasks import GradeFn
 __all__ = ["GradeFn", "make_grader"]
 
 
-def make_grader(spec: BenchmarkSpec) -> GradeFn:
-    """The grading function for `spec` (custom entry points are imported here)."""
+def make_grader(spec: BenchmarkSpec, *, allow_unsandboxed: bool = False) -> GradeFn:
+    """The grading function for `spec` (custom entry points are imported here).
+
+    `allow_unsandboxed` (config key `agent.allow_unsandboxed`) lets the code grader run tests
+    where nothing isolates reads (`moscopt.tools.sandbox.isolation_available`)."""
     kind = spec.grader
     if kind == "math":
         from moscopt.benchmarks.graders.math import grade_math
@@ -35,7 +38,7 @@ def make_grader(spec: BenchmarkSpec) -> GradeFn:
     if kind == "code":
         from moscopt.benchmarks.graders.code import make_code_grader
 
-        return make_code_grader(spec.code_timeout)
+        return make_code_grader(spec.code_timeout, allow_unsandboxed=allow_unsandboxed)
     if kind == "ifeval":
         from moscopt.benchmarks.graders.ifeval import make_ifeval_grader
 

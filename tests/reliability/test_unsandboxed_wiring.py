@@ -1,0 +1,133 @@
+"""`agent.allow_unsandboxed` reaches every place model-written code runs, and a run says what
+isolates that code.
+
+On a machine where nothing isolates reads (emulated by turning the sandbox's layers off), the
+agent's python tool and the code grader refuse to run code unless the config key is set; with
+it set, both run it. A training run that executes code records a `notice` event naming the
+isolation (or the refusal, or that code runs unsandboxed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from moscopt.agent import SkillAgent
+from moscopt.assembly import resolve_benchmark
+from moscopt.benchmarks import Task, get_benchmark
+from moscopt.config import load_config
+from moscopt.engine import Trainer
+from moscopt.ledger import Notice
+from moscopt.rundir import RunDir
+from moscopt.testing import FakeLM
+from moscopt.testing.scripted import make_run, respond
+from moscopt.tools import sandbox
+
+NONE = sandbox.Layers(bwrap=False, namespaces=False, landlock=False, uid_drop=False)
+TASK = Task("t1", "offline", "Compute 6 * 7.\n\nEnd with FINAL ANSWER: <n>", "42")
+
+
+def _agent_observation(allow: bool) -> str:
+    config = load_config(
+        None, {"agent.tools": ["python"], "agent.max_steps": 2, "agent.allow_unsandboxed": allow}
+    )
+    replies = iter(["```python\nprint(6 * 7)\n```", "FINAL ANSWER: 42"])
+    lm = FakeLM(routes={"agent": lambda r: next(replies)})
+    bench = get_benchmark("offline")
+    agent = SkillAgent.from_config(lm, bench, None, None, config)  # type: ignore[arg-type]
+    rollout = asyncio.run(agent.run(TASK))
+    return str(rollout.messages[3]["content"])
+
+
+def test_the_agents_python_tool_runs_unsandboxed_only_with_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sandbox, "_LAYERS", NONE)
+    assert sandbox.UNSANDBOXED_REFUSED in _agent_observation(allow=False)
+    assert _agent_observation(allow=True) == "Python output:\n42"
+
+
+def test_the_code_grader_of_a_resolved_benchmark_follows_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sandbox, "_LAYERS", NONE)
+    data = Path(__file__).parents[2].parent / "shared" / "data"
+    if not (data / "mbpp").exists():
+        pytest.skip(f"no MBPP data at {data}")
+    for allow, reward in ((False, 0.0), (True, 1.0)):
+        config = load_config(
+            None, {"data.path": str(data), "data.limit": 1, "agent.allow_unsandboxed": allow}
+        )
+        bench, splits = resolve_benchmark(config, "mbpp")
+        task = splits["test"][0]
+        solution = f"```python\n{task.meta['reference']}\n```"
+        assert bench.grade(task, solution).reward == reward
+
+
+@pytest.mark.parametrize(
+    ("layers", "allow", "says"),
+    [
+        (None, False, "runs in the sandbox"),
+        (NONE, False, "will not run"),
+        (NONE, True, "UNSANDBOXED"),
+    ],
+)
+def test_a_run_that_executes_code_records_what_isolates_it(
+    tmp_path: Path,
+    seed_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    layers: sandbox.Layers | None,
+    allow: bool,
+    says: str,
+) -> None:
+    if layers is not None:
+        monkeypatch.setattr(sandbox, "_LAYERS", layers)
+    elif sandbox.isolation_available() == "unsandboxed":
+        pytest.skip("nothing isolates reads on this machine")
+    run, config, bench, sp, seeds = make_run(
+        tmp_path,
+        seed_dir,
+        **{
+            "training.epochs": 1,
+            "training.max_steps_per_epoch": 1,
+            "agent.tools": ["python"],
+            "agent.max_steps": 1,
+            "agent.allow_unsandboxed": allow,
+        },
+    )
+    lm = FakeLM(responder=respond)
+    trainer = Trainer(
+        run=RunDir.open(run.path),
+        config=config,
+        benchmark=bench,
+        splits=sp,
+        agent_lm=lm,
+        optimizer_lm=lm,
+        seeds=seeds,
+    )
+    assert asyncio.run(trainer.train()).status == "done"
+    notices = [e for e in RunDir.open(run.path).events.of_type("notice") if isinstance(e, Notice)]
+    assert [n.kind for n in notices] == ["sandbox"]
+    assert says in notices[0].message
+
+
+def test_a_run_without_code_records_no_sandbox_notice(tmp_path: Path, seed_dir: Path) -> None:
+    run, config, bench, sp, seeds = make_run(
+        tmp_path,
+        seed_dir,
+        **{"training.epochs": 1, "training.max_steps_per_epoch": 1, "agent.tools": []},
+    )
+    lm = FakeLM(responder=respond)
+    trainer = Trainer(
+        run=RunDir.open(run.path),
+        config=config,
+        benchmark=bench,
+        splits=sp,
+        agent_lm=lm,
+        optimizer_lm=lm,
+        seeds=seeds,
+    )
+    asyncio.run(trainer.train())
+    assert RunDir.open(run.path).events.of_type("notice") == []
