@@ -2,19 +2,23 @@
 never on disk) and the Hugging Face hub (through `datasets`, imported lazily, at a pinned
 revision).
 
-Rows are streamed: a file is read one line at a time and a row is parsed only when it is asked
-for (`only`), so memory does not grow with the size of the file. Every row comes back as a
-`Row`: the source's dict plus where it came from (file and line, or dataset and row number), so
-that a bad row gives a message naming the file, line and field.
+Rows are streamed: a JSONL file is read one line at a time and a row is parsed only when it is
+asked for (`only`), so memory does not grow with the size of the file (a `.json` array file is
+read whole; its "line" is the item's position, from 1). Every row comes back as a `Row`: the
+source's dict plus where it came from (file and line, or dataset and row number), so that a bad
+row gives a message naming the file, line and field. A source's `transform` maps each raw row
+to the row its field map reads, or drops it (None): the same function for the hub and for a
+local copy in the hub's layout.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import zipfile
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -24,6 +28,7 @@ from moscopt.errors import UserError
 from moscopt.fsio import iter_lines, open_for_reading
 
 DATA_DIR_ENV = "MOSCOPT_DATA_DIR"
+Transform = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,8 @@ def load_rows(
     if data is not None:
         if local is None:
             raise UserError(f"benchmark '{spec.name}' has no local file format; remove --data")
-        yield from read_local(local, resolve_local(spec, Path(data)), only=only)
+        for path in resolve_local(spec, Path(data)):
+            yield from read_local(local, path, only=only)
         return
     if not spec.source.hub:
         assert local is not None  # the spec validator guarantees some source
@@ -67,19 +73,25 @@ def load_rows(
         yield from read_hub(spec, hub, only=only)
 
 
-def resolve_local(spec: BenchmarkSpec, data: Path) -> Path:
-    """The file to read: `data` itself, or the first expected file found inside folder `data`."""
+def resolve_local(spec: BenchmarkSpec, data: Path) -> list[Path]:
+    """The files to read: `data` itself, or the first expected file found inside folder `data`
+    (for a pattern with `*`, every file it matches, sorted)."""
     local = spec.source.local
     assert local is not None
     if data.is_file():
-        return data
+        return [data]
     if not data.exists():
         raise UserError("data path does not exist", path=data)
     tried: list[Path] = []
     for rel in local.files:
         for candidate in (data / rel, data / Path(rel).name):
-            if candidate.is_file():
-                return candidate
+            if "*" in rel:
+                pattern = str(candidate.relative_to(data))
+                found = sorted(p for p in data.glob(pattern) if p.is_file())
+                if found:
+                    return found
+            elif candidate.is_file():
+                return [candidate]
             tried.append(candidate)
     listing = ", ".join(str(p) for p in dict.fromkeys(tried))
     raise UserError(
@@ -91,12 +103,57 @@ def resolve_local(spec: BenchmarkSpec, data: Path) -> Path:
 def read_local(
     local: LocalSource, path: Path, *, only: Container[tuple[str, int]] | None = None
 ) -> Iterator[Row]:
+    transform = load_transform(local.transform)
     with contextlib.ExitStack() as stack:
         if path.suffix == ".zip":
             stream = stack.enter_context(_open_zip_member(path, local))
         else:
             stream = stack.enter_context(open_for_reading(path))
-        yield from _parse_jsonl(stream, path, local.fields, only)
+        if path.suffix == ".json":
+            rows = _parse_json_array(stream, path, local.fields, only)
+        else:
+            rows = _parse_jsonl(stream, path, local.fields, only)
+        for row in rows:
+            data = _apply(transform, local.transform, row.data, row.path, row.line)
+            if data is not None:
+                yield Row(data=data, fields=row.fields, path=row.path, line=row.line)
+
+
+def load_transform(entry: str | None) -> Transform | None:
+    """Import a source's `transform` entry point now (a typo is one clear error)."""
+    if entry is None:
+        return None
+    module_name, _, attr = entry.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # ImportError, or the module failing to import
+        raise UserError(
+            f"cannot import transform module '{module_name}': {type(e).__name__}: {e}",
+            field="transform",
+        ) from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise UserError(f"'{entry}' is not a callable in that module", field="transform")
+    transform: Transform = fn
+    return transform
+
+
+def _apply(
+    transform: Transform | None,
+    entry: str | None,
+    data: dict[str, Any],
+    path: str,
+    line: int | None,
+) -> dict[str, Any] | None:
+    if transform is None:
+        return data
+    try:
+        out = transform(data)
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(f"row not readable by {entry}: {e}", path=path, line=line) from None
+    if out is not None and not isinstance(out, dict):
+        raise UserError(f"{entry} returned {type(out).__name__}, not a dict", field="transform")
+    return out
 
 
 @contextlib.contextmanager
@@ -141,6 +198,24 @@ def _parse_jsonl(
         yield Row(data=obj, fields=fields, path=where, line=i)
 
 
+def _parse_json_array(
+    stream: IO[bytes], path: Path, fields: FieldMap, only: Container[tuple[str, int]] | None
+) -> Iterator[Row]:
+    where = str(path)
+    try:
+        items = json.loads(stream.read().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"not valid JSON: {e}", path=path) from None
+    if not isinstance(items, list):
+        raise UserError("a .json data file must hold one array of objects", path=path)
+    for i, obj in enumerate(items, start=1):
+        if only is not None and (where, i) not in only:
+            continue
+        if not isinstance(obj, dict):
+            raise UserError("each item must be a JSON object", path=path, line=i)
+        yield Row(data=obj, fields=fields, path=where, line=i)
+
+
 def read_hub(
     spec: BenchmarkSpec, hub: HubSource, *, only: Container[tuple[str, int]] | None = None
 ) -> Iterator[Row]:
@@ -149,21 +224,32 @@ def read_hub(
         import datasets
     except ImportError:
         raise UserError(_offline_help(spec, "the 'datasets' package is not installed")) from None
+    transform = load_transform(hub.transform)
+    extra = {"data_files": hub.data_files} if hub.data_files else {}
     for config in hub.configs:
         where = f"{hub.path}" + (f" ({config})" if config else "") + f"@{hub.revision[:12]}"
         try:
-            ds = datasets.load_dataset(hub.path, config, split=hub.split, revision=hub.revision)
+            ds = datasets.load_dataset(
+                hub.path, config, split=hub.split, revision=hub.revision, **extra
+            )
+            if hub.columns is not None:
+                ds = ds.select_columns(hub.columns)
         except Exception as e:  # any failure to fetch is the same advice to the user
             reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".strip()
+            access = f". {hub.access}" if hub.access else ""
             raise UserError(
-                _offline_help(spec, f"cannot load {where} from the hub ({reason})")
+                _offline_help(spec, f"cannot load {where} from the hub ({reason}){access}"),
+                field="source.hub",
             ) from None
         origin = f"hf://{where}"
         for i in range(len(ds)):
             if only is not None and (origin, i + 1) not in only:
                 continue
+            data = _apply(transform, hub.transform, dict(ds[i]), origin, i + 1)
+            if data is None:
+                continue
             yield Row(
-                data=dict(ds[i]),
+                data=data,
                 fields=hub.fields,
                 path=origin,
                 line=i + 1,

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from moscopt import yamlio
 from moscopt.errors import UserError
 from moscopt.fsio import read_text
 from moscopt.validation import describe
@@ -59,12 +60,19 @@ class FieldMap(_Strict):
 
 
 class LocalSource(_Strict):
-    """Files expected under a data directory laid out like `shared/data` (first found wins)."""
+    """Files expected under a data directory laid out like `shared/data` (first found wins).
+
+    A `.jsonl` file holds one object a line, a `.json` file one array of objects. A pattern
+    with `*` (e.g. `data/*/qa_*_final.json`) reads every match, in sorted order.
+    """
 
     files: list[str] = Field(min_length=1)
     fields: FieldMap
     password: str | None = None  # for a password-protected zip, read in memory only
     member: str | None = None  # the file inside a zip; default: its only .jsonl member
+    # `package.module:function` mapping one raw row to the row the field map reads, or to
+    # None to leave the row out (HLE's text-only subset); see `moscopt.benchmarks.rowmaps`
+    transform: str | None = Field(None, pattern=_ENTRY_RE.pattern)
 
 
 def _no_config() -> list[str | None]:
@@ -80,6 +88,11 @@ class HubSource(_Strict):
     revision: str = Field(min_length=1)
     fields: FieldMap
     values: dict[str, Any] = Field(default_factory=dict)  # constant meta values, e.g. year
+    data_files: list[str] | None = None  # the repository files to read (default: all)
+    # only these columns are read (others, e.g. HLE's image previews, are never decoded)
+    columns: list[str] | None = None
+    transform: str | None = Field(None, pattern=_ENTRY_RE.pattern)  # as LocalSource.transform
+    access: str | None = None  # how to get access to a gated dataset (shown when loading fails)
 
 
 class Source(_Strict):
@@ -187,7 +200,7 @@ def load_spec(path: str | Path) -> BenchmarkSpec:
     path = Path(path)
     text = read_text(path)
     try:
-        data = yaml.safe_load(text)
+        data = yamlio.load(text)  # anchors and aliases refused (an alias bomb is one error)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise UserError(
