@@ -40,6 +40,7 @@ class Shared:
     max_tokens: int | None = None
     timeout: float | None = None
     no_cache: bool = False
+    batch: bool = False
     set: list[str] = field(default_factory=list)
     json_out: bool = False
 
@@ -62,6 +63,7 @@ class Shared:
             "sampling.max_tokens": self.max_tokens,
             "llm.timeout": self.timeout,
             "llm.cache": False if self.no_cache else None,
+            "llm.batch": True if self.batch else None,
         }
         out.update(extra)
         settings = parse_settings(self.set)
@@ -81,6 +83,7 @@ FLAG_OF = {
     "llm.max_calls": "--max-calls",
     "llm.max_cost": "--max-cost",
     "llm.timeout": "--timeout",
+    "llm.batch": "--batch",
     "data.path": "--data",
     "data.limit": "--limit",
     "sampling.max_tokens": "--max-tokens",
@@ -178,6 +181,14 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
         typer.Option(None, "--timeout", help="Seconds per LLM request (default 120)."),
     ),
     "no_cache": (bool, typer.Option(False, "--no-cache", help="Do not reuse cached responses.")),
+    "batch": (
+        bool,
+        typer.Option(
+            False,
+            "--batch",
+            help="Evaluation and validation through the provider's batch API (openai/ models).",
+        ),
+    ),
     "set": (
         list[str],
         typer.Option(
@@ -197,24 +208,33 @@ def shared(*names: str) -> Callable[[F], F]:
     unknown = set(names) - set(OPTIONS) - {f.name for f in fields(Shared)}
     if unknown:
         raise ValueError(f"unknown shared options: {sorted(unknown)}")
+    return options_group(OPTIONS, names, "opts", Shared)
+
+
+def options_group(
+    table: dict[str, tuple[Any, Any]], names: tuple[str, ...], param: str, pack: Callable[..., Any]
+) -> Callable[[F], F]:
+    """Add the options `names` of `table` (name -> (type, typer option)) to a command, which
+    receives them packed as one value, `param=pack(**values)`. Groups can be stacked."""
 
     def wrap(fn: F) -> F:
         sig = inspect.signature(fn, eval_str=True)
-        own = [p for p in sig.parameters.values() if p.name != "opts"]
+        own = [p for p in sig.parameters.values() if p.name != param]
         added = [
-            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=OPTIONS[n][1],
-                              annotation=OPTIONS[n][0])
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=table[n][1],
+                              annotation=table[n][0])
             for n in names
         ]  # fmt: skip
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> Any:
             given = {n: kwargs.pop(n) for n in names}
-            return fn(opts=Shared(**given), **kwargs)
+            return fn(**{param: pack(**given)}, **kwargs)
 
         command.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
         command.__annotations__ = {p.name: p.annotation for p in own + added}
-        del command.__wrapped__  # typer must see this signature, not the function's
+        if hasattr(command, "__wrapped__"):
+            del command.__wrapped__  # typer must see this signature, not the function's
         return command  # type: ignore[return-value]
 
     return wrap

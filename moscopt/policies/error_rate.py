@@ -22,8 +22,9 @@ does not parse (`LMOutputError`) is the model's answer, not a failure of the cal
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -133,29 +134,13 @@ class GuardedLM:
         w = self.where()
         return (int(w.get("epoch", 0)), str(w.get("phase", "")), int(w.get("step", 0)))
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: Mapping[str, Any] | None = None,
-        sample: int = 0,
-        purpose: str = "",
-        temperature: float | None = None,
-        top_p: float | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """Count the call made in the block under the current step."""
         step = self._step()
         self.policy.start(step)
         try:
-            completion = self.lm.complete(
-                messages,
-                schema=schema,
-                sample=sample,
-                purpose=purpose,
-                temperature=temperature,
-                top_p=top_p,
-                max_tokens=max_tokens,
-            )
+            yield
         except LMRequestError as e:
             self.policy.finish(step, ok=False, error=str(e))
             raise
@@ -165,41 +150,14 @@ class GuardedLM:
             self.policy.finish(step, ok=True)
             raise
         self.policy.finish(step, ok=True)
-        return completion
 
-    async def acomplete(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: Mapping[str, Any] | None = None,
-        sample: int = 0,
-        purpose: str = "",
-        temperature: float | None = None,
-        top_p: float | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        step = self._step()
-        self.policy.start(step)
-        try:
-            completion = await self.lm.acomplete(
-                messages,
-                schema=schema,
-                sample=sample,
-                purpose=purpose,
-                temperature=temperature,
-                top_p=top_p,
-                max_tokens=max_tokens,
-            )
-        except LMRequestError as e:
-            self.policy.finish(step, ok=False, error=str(e))
-            raise
-        except LMFatalError:
-            raise
-        except Exception:  # LMOutputError: the provider answered
-            self.policy.finish(step, ok=True)
-            raise
-        self.policy.finish(step, ok=True)
-        return completion
+    def complete(self, messages: Sequence[Message], **options: Any) -> Completion:
+        with self._counted():
+            return self.lm.complete(messages, **options)
+
+    async def acomplete(self, messages: Sequence[Message], **options: Any) -> Completion:
+        with self._counted():
+            return await self.lm.acomplete(messages, **options)
 
 
 class MinibatchCheck:

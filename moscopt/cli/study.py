@@ -1,0 +1,168 @@
+"""What `moscopt ablate` and `moscopt compare` share: their options, declared once, and running
+a study with its progress lines and table."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from moscopt.cli import options as o
+
+# --budget-calls is the study's budget (per configuration and seed), not a shared --max-calls
+SHARED = (*(n for n in o.MODEL_OPTIONS if n != "max_calls"), "json_out")
+
+
+@dataclass(frozen=True)
+class StudyArgs:
+    """A study's own options (None: not given)."""
+
+    benchmark: str | None
+    budget_calls: int
+    seeds: str
+    study: Path | None
+    repeats: str
+    n: int | None
+    k: int | None
+    epochs: int | None
+    steps_per_epoch: int | None
+
+    def config_keys(self) -> dict[str, Any]:
+        return {
+            "pool.n": self.n,
+            "pool.k": self.k,
+            "training.epochs": self.epochs,
+            "training.max_steps_per_epoch": self.steps_per_epoch,
+        }
+
+
+OPTIONS: dict[str, tuple[Any, Any]] = {
+    "benchmark": (
+        str | None,
+        typer.Option(None, "--benchmark", "-b", help="Benchmark name or spec file."),
+    ),
+    "budget_calls": (
+        int,
+        typer.Option(
+            ..., "--budget-calls", help="Training budget in LLM calls, per configuration and seed."
+        ),
+    ),
+    "seeds": (
+        str,
+        typer.Option(
+            "3", "--seeds", help="How many seeds (counting up from --seed), or a list: 1,2,3."
+        ),
+    ),
+    "study": (
+        Path | None,
+        typer.Option(None, "--study", help="Study folder (default studies/<kind>-<benchmark>)."),
+    ),
+    "repeats": (str, typer.Option("auto", "--repeats", help="Test repeats: N or auto (3..50).")),
+    "n": (int | None, typer.Option(None, "--n", help="Pool size N.")),
+    "k": (int | None, typer.Option(None, "--k", help="Skills activated per task K.")),
+    "epochs": (int | None, typer.Option(None, "--epochs", help="Epochs.")),
+    "steps_per_epoch": (
+        int | None,
+        typer.Option(None, "--steps-per-epoch", help="Cap on skill-editing minibatches per epoch."),
+    ),
+}
+
+
+def study_options(fn: Any) -> Any:
+    """The shared model options (as `opts`) and the study's own (as `args: StudyArgs`)."""
+    with_args = o.options_group(OPTIONS, tuple(OPTIONS), "args", StudyArgs)(fn)
+    return o.shared(*SHARED)(with_args)
+
+
+def run_study_command(opts: o.Shared, args: StudyArgs, *, kind: str, names: list[str]) -> None:
+    """What `ablate` and `compare` share: build the spec, run the study, print the table."""
+    import json
+
+    from moscopt.lm.errors import LMFatalError
+    from moscopt.project import open_project
+    from moscopt.study import StudySpec, run_study
+
+    benchmark, study = args.benchmark, args.study
+    flags = opts.overrides(**args.config_keys())
+    project = open_project(opts.config, flags)
+    name = benchmark or project.config.benchmark or "study"
+    path = study or project.root / "studies" / f"{kind}-{Path(name).stem}"
+    spec = StudySpec(
+        kind=kind,
+        benchmark=benchmark,
+        budget_calls=args.budget_calls,
+        seeds=parse_seeds(args.seeds, project.config.seed),
+        configurations=names,
+        repeats=args.repeats,
+        config_path=project.config_path,
+        overrides=flags,
+    )
+    progress = _Progress(quiet=opts.json_out)
+    try:
+        outcome = run_study(spec, path, notify=progress)
+    except LMFatalError as e:
+        print(
+            f"moscopt: stopped: {e}\nthe finished runs are kept; rerun the same command to "
+            f"continue the study in {path}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        print(f"moscopt: interrupted; rerun the same command to continue {path}", file=sys.stderr)
+        raise typer.Exit(130) from None
+    if opts.json_out:
+        typer.echo(json.dumps({**outcome.table, "study": str(outcome.path)}, indent=2))
+        return
+    for row in outcome.table["rows"]:
+        typer.echo(row["summary"])
+    ran, skipped = len(outcome.ran), len(outcome.skipped)
+    typer.echo(f"study: {outcome.path} ({ran} runs now, {skipped} finished before)")
+    typer.echo("table: " + ", ".join(str(p) for p in outcome.outputs))
+
+
+def parse_seeds(text: str, base: int) -> list[int]:
+    """`3` -> three seeds from `base`; `1,5,9` -> those seeds."""
+    from moscopt.errors import UserError
+
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise UserError(
+            f"--seeds {text!r}: a count or a comma-separated list", field="seeds"
+        ) from None
+    if len(values) == 1 and "," not in text:
+        if values[0] < 1:
+            raise UserError("--seeds must be at least 1", field="seeds")
+        return [base + i for i in range(values[0])]
+    if not values or len(set(values)) != len(values):
+        raise UserError(f"--seeds {text!r}: seeds must be distinct", field="seeds")
+    return values
+
+
+class _Progress:
+    """One line on stderr per run started, finished or skipped."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def __call__(self, e: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        head = f"[{e['index']}/{e['total']}] {e['run']}:"
+        record = e.get("record")
+        if e["event"] == "start":
+            print(f"{head} running", file=sys.stderr)
+        elif record is not None:
+            test, training = record["test"], record["training"]
+            lo, hi = test["ci95"]
+            stop = ", stopped at budget" if training.get("stopped_at_budget") else ""
+            was = " (finished before)" if e["event"] == "skipped" else ""
+            print(
+                f"{head} test {test['score']:.3f} ({lo:.3f}-{hi:.3f}), "
+                f"{training['calls']} training calls{stop}{was}",
+                file=sys.stderr,
+            )
