@@ -13,11 +13,14 @@ BUILT_IN = [
     "bbh",
     "gpqa-diamond",
     "gsm8k",
+    "hle",
     "humaneval",
     "ifeval",
+    "livemath",
     "math500",
     "mbpp",
     "offline",
+    "searchqa",
 ]
 
 
@@ -97,3 +100,30 @@ def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
     path = _write(tmp_path, "name: [unclosed\n")
     with pytest.raises(UserError, match="not valid YAML"):
         load_spec(path)
+
+
+def test_yaml_anchors_and_aliases_are_one_clear_error(tmp_path: Path) -> None:
+    """An alias bomb (nested aliases that would expand to billions of nodes) is refused at the
+    first anchor, before anything is built."""
+    bomb = ["name: demo", "a: &a [x, x, x, x, x, x, x, x, x]"]
+    bomb += [
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    ]
+    path = _write(tmp_path, "\n".join(bomb) + "\n")
+    with pytest.raises(UserError) as info:
+        load_spec(path)
+    assert info.value.exit_code == 2
+    assert str(info.value).startswith(f"{path}:2: ")
+    assert "anchors and aliases" in str(info.value)
+
+
+def test_alias_in_a_spec_is_exit_2_from_the_cli(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from moscopt.cli import app
+
+    path = _write(tmp_path, GOOD.replace("grader: exact", "grader: &g exact\nextra: *g"))
+    result = CliRunner().invoke(app, ["eval", "--benchmark", str(path)])
+    assert result.exit_code == 2
+    assert str(path) in result.output and "anchors and aliases" in result.output
