@@ -11,6 +11,7 @@ from moscopt.cli import (  # noqa: F401  (importing a module registers its comma
     export,
     init,
     log,
+    plan,
     report,
     route,
     status,

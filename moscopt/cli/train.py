@@ -69,6 +69,12 @@ def train_cmd(
         "--no-progressive-disclosure",
         help="Ablation: every skill body in context; the gate still selects.",
     ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the plan (moscopt plan) and stop: no training."
+    ),
+    no_pilot: bool = typer.Option(
+        False, "--no-pilot", help="With --dry-run: count from the config alone, no LLM call."
+    ),
 ) -> None:
     """Optimize the skill pool and the gate on a benchmark with MOSCOPT."""
     import json
@@ -94,6 +100,11 @@ def train_cmd(
             "agent.progressive_disclosure": False if no_progressive_disclosure else None,
         },
     )
+    if dry_run:
+        from moscopt.cli.plan import show_plan
+
+        show_plan(opts, flags, benchmark=benchmark, pilot=not no_pilot)
+        return
     json_out, config = opts.json_out, opts.config
     from moscopt.cli.display import TrainDisplay
 

@@ -1,0 +1,90 @@
+"""`moscopt plan` (and `moscopt train --dry-run`): a run's expected calls, tokens, cost and
+time per phase, and the calls it may not exceed, before it is started."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from moscopt.cli import options as o
+from moscopt.cli.app import app
+
+
+def show_plan(
+    opts: o.Shared,
+    flags: dict[str, Any],
+    *,
+    benchmark: str | None,
+    pilot: bool,
+    propose: bool = True,
+    latency: float | None = None,
+) -> None:
+    """Plan `moscopt train` with these options and print the plan (a table, or JSON)."""
+    import json
+
+    from moscopt.planning import make_plan
+    from moscopt.planning.render import render_table
+    from moscopt.project import open_project
+
+    project = open_project(opts.config, flags)
+    notes: list[str] = []
+    plan = make_plan(
+        project.config,
+        skills_dir=project.skills_dir,
+        benchmark=benchmark,
+        project_root=project.root,
+        pilot=pilot,
+        propose=propose,
+        latency=latency,
+        notes=notes,
+    )
+    if opts.json_out:
+        typer.echo(json.dumps({**plan.to_json(), "notes": notes}, indent=2))
+        return
+    for note in notes:
+        typer.echo(f"note: {note}")
+    typer.echo(render_table(plan))
+
+
+@app.command("plan")
+@o.shared(*o.MODEL_OPTIONS, "json_out")
+def plan_cmd(
+    opts: o.Shared,
+    benchmark: str | None = typer.Option(
+        None, "--benchmark", "-b", help="Benchmark name or spec file."
+    ),
+    n: int | None = typer.Option(None, "--n", help="Pool size N."),
+    k: int | None = typer.Option(None, "--k", help="Skills activated per task K."),
+    epochs: int | None = typer.Option(None, "--epochs", help="Epochs."),
+    steps_per_epoch: int | None = typer.Option(
+        None, "--steps-per-epoch", help="Cap on skill-editing minibatches per epoch."
+    ),
+    acceptance: str | None = typer.Option(None, "--acceptance", help="paired or strict."),
+    no_evolution: bool = typer.Option(False, "--no-evolution", help="No collective evolution."),
+    no_pilot: bool = typer.Option(
+        False, "--no-pilot", help="Count from the config alone: no LLM call (the worst case)."
+    ),
+    no_propose: bool = typer.Option(
+        False, "--no-propose", help="Pilot the minibatch's rollouts only, not its proposals."
+    ),
+    latency: float | None = typer.Option(
+        None, "--latency", min=0.0, help="Seconds per call to assume where none was measured."
+    ),
+) -> None:
+    """Expected calls, tokens, cost and time per phase of `moscopt train`, and the calls it may
+    not exceed; from the config, the splits and one pilot minibatch (real calls, cached)."""
+    flags = opts.overrides(
+        **{
+            "pool.n": n,
+            "pool.k": k,
+            "training.epochs": epochs,
+            "training.max_steps_per_epoch": steps_per_epoch,
+            "optimizer.acceptance": acceptance,
+            "evolution.enabled": False if no_evolution else None,
+        }
+    )
+    show_plan(
+        opts, flags, benchmark=benchmark, pilot=not no_pilot, propose=not no_propose,
+        latency=latency,
+    )  # fmt: skip
