@@ -128,8 +128,11 @@ async def draft(lm: LM, job: Job) -> tuple[Draft | None, list[str]]:
     return None, errors
 
 
-async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
-    """`asyncio.gather`, results in input order; on an error the others are cancelled."""
+async def gather_all(aws: Iterable[Awaitable[T]], *, overlap: bool = True) -> list[T]:
+    """`asyncio.gather`, results in input order; on an error the others are cancelled.
+    `overlap=False` awaits them one after another (`optimizer.overlap`)."""
+    if not overlap:
+        return [await a for a in aws]
     tasks = [asyncio.ensure_future(a) for a in aws]
     try:
         return list(await asyncio.gather(*tasks))
@@ -232,11 +235,14 @@ async def reproduce(
         offspring_job(kind, ps, survivors, cfg.mutation_fraction, ATTEMPTS * (i // len(plan)))
         for i, (kind, ps) in enumerate(slots)
     ]
-    drafts = await gather_all(draft(lm, job) for job in jobs)
+    overlap = config.optimizer.overlap
+    drafts = await gather_all((draft(lm, job) for job in jobs), overlap=overlap)
     failed = [i for i, (got, _) in enumerate(drafts) if got is None]
     backup_seeds = pick_seeds(seeds, set(pool.names), len(failed), rng)
     cycle.used_seeds.update(s.name for s in backup_seeds)
-    backups = await gather_all(draft(lm, fresh_job(s, survivors)) for s in backup_seeds)
+    backups = await gather_all(
+        (draft(lm, fresh_job(s, survivors)) for s in backup_seeds), overlap=overlap
+    )
     backup = dict(zip(failed, zip(backup_seeds, backups, strict=True), strict=False))
 
     children: list[Skill] = []
@@ -322,7 +328,10 @@ async def restore_diversity(
         why = "no seed left to inject" if not chosen else "no eligible skill to replace"
         notes.append({"kind": "fresh", "skill": None, "replaced": None, "error": f"skipped: {why}"})
         return pool, notes
-    answers = await gather_all(draft(lm, fresh_job(s, pool)) for s in chosen[: len(victims)])
+    answers = await gather_all(
+        (draft(lm, fresh_job(s, pool)) for s in chosen[: len(victims)]),
+        overlap=config.optimizer.overlap,
+    )
     for seed, worst, (got, errors) in zip(chosen, victims, answers, strict=False):
         fresh = None if got is None else cycle.birth(got, "fresh")
         if fresh is not None:

@@ -100,6 +100,9 @@ class OptimizerConfig(Section):
     acceptance: Literal["strict", "paired"] = "paired"
     max_val_samples: int = Field(5, ge=1, description="sample indices per acceptance decision")
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="of the paired acceptance test")
+    # True: a minibatch's proposals, the epoch's memory condensations and evolution's offspring
+    # are asked concurrently; False: one after another (same decisions; scripts/bench_train.py)
+    overlap: bool = True
 
     @model_validator(mode="after")
     def _check_budget(self) -> OptimizerConfig:

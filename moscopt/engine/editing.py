@@ -80,6 +80,8 @@ class Editor:
         self, names: Sequence[str], rollouts: Sequence[RolloutEvent]
     ) -> list[Proposed]:
         max_edits = await self.max_edits(rollouts) if names else 0
+        if not self.ctx.config.optimizer.overlap:  # one after another (scripts/bench_train.py)
+            return [await self.propose(n, rollouts, max_edits) for n in names]
         return list(await asyncio.gather(*(self.propose(n, rollouts, max_edits) for n in names)))
 
     async def propose(

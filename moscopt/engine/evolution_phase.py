@@ -12,13 +12,12 @@ Memory: each target's long-term memory is condensed from the epoch's accepted an
 
 from __future__ import annotations
 
-import asyncio
 import random
 from typing import TYPE_CHECKING
 
 from moscopt.engine.editing import Editor
 from moscopt.engine.validation import Validator, decision
-from moscopt.evolve import generated_names, newborns, next_generation
+from moscopt.evolve import gather_all, generated_names, newborns, next_generation
 from moscopt.ledger import EpochEnd, EvolutionEvent
 
 if TYPE_CHECKING:
@@ -65,11 +64,12 @@ async def end_epoch(ctx: Context, editor: Editor) -> None:
     """Condense long-term memory, clear the epoch's buffers, and move to the next epoch."""
     s = ctx.state
     names = sorted(s.optimizers)
-    await asyncio.gather(
-        *(
+    await gather_all(
+        (
             editor.adam(n).condense_memory(n, s.optimizers[n], s.epoch_accepted.get(n, []))
             for n in names
-        )
+        ),
+        overlap=ctx.config.optimizer.overlap,
     )
     for opt in s.optimizers.values():
         opt.step_buffer.clear()
