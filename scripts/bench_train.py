@@ -1,0 +1,155 @@
+"""A small training run against the loopback server: wall time over its critical path (prints).
+
+    python scripts/bench_train.py [--latency 0.1] [--epochs 2] [--repeats 2]
+
+The scripted world of the tests (`moscopt.testing.scripted`: the agent succeeds once a skill
+holds the magic rule) is served by the fake OpenAI-compatible server in its own process, so
+its CPU is not ours, answering each request after `--latency` seconds. `moscopt train` runs
+in a child process (N=3, K=2, minibatches of 4 with M_b = 2, so a reflection is two analyses
+and a merge; evolution on; `--no-cache`), once with `optimizer.overlap: false` (proposals,
+condensations and offspring asked one after another) and once with the default overlap.
+
+The critical path is measured from the run's ledger. Each `llm_call` event is stamped when the
+call ended (`t`, milliseconds) and carries its `latency`, so it spans [t - latency, t]. A call
+depends on every call that ended before it started (within a quarter of the latency, for the
+clock's resolution); the critical path is the longest chain of such calls, found over the calls
+sorted by start (each call's chain is one more than the longest chain among the calls that
+ended before it began). It counts the sequential waves of LLM calls the run made:
+with the server never saturated (concurrency 16), a wave that could have overlapped another
+but did not lengthens it. `training` is the span of the ledger from `train_start` to the last
+event; `idle` the part of it with no call in flight (our own work between waves); `process` is
+the child's wall time (imports and set-up included). The target:
+training / (critical path x latency) <= 1.3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+REPO = HERE.parents[1]
+
+
+def serve(latency: float) -> None:
+    from moscopt.testing.fake_server import FakeServer
+    from moscopt.testing.scripted import server_responder
+
+    with FakeServer(latency=latency, responder=server_responder) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+def stamp(t: str) -> float:
+    return datetime.fromisoformat(t).timestamp()
+
+
+def critical_path(spans: list[tuple[float, float]], slack: float) -> int:
+    """The longest chain of spans (start, end), each starting after the previous one ended."""
+    order = sorted(spans)
+    chain: list[int] = []
+    for start, _ in order:
+        before = [c for (_, end), c in zip(order, chain, strict=False) if end <= start + slack]
+        chain.append(1 + max(before, default=0))
+    return max(chain, default=0)
+
+
+def idle(spans: list[tuple[float, float]], start: float) -> float:
+    """Seconds after `start` with no call in flight (our own work between waves)."""
+    total, reached = 0.0, start
+    for s, e in sorted(spans):
+        total += max(0.0, s - reached)
+        reached = max(reached, e)
+    return total
+
+
+def train(url: str, root: Path, run: str, overlap: bool, epochs: int) -> dict[str, Any]:
+    args = [
+        sys.executable, "-m", "moscopt", "train", "--benchmark", "addition.yaml",
+        "--model", "openai/scripted", "--api-base", url, "--data", "addition.jsonl",
+        "--n", "3", "--k", "2", "--epochs", str(epochs), "--steps-per-epoch", "2",
+        "--run", run, "--no-cache", "--concurrency", "16",
+        "--set", "optimizer.batch=4", "--set", "optimizer.minibatch=2",
+        "--set", "evolution.embedding_model=difflib",
+        "--set", f"optimizer.overlap={'true' if overlap else 'false'}",
+    ]  # fmt: skip
+    env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "HOME": str(root / "home")}
+    start = time.perf_counter()
+    done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True)
+    process = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"train failed:\n{done.stderr[-2000:]}")
+    events = [json.loads(x) for x in (root / run / "events.jsonl").read_text().splitlines()]
+    calls = [e for e in events if e["type"] == "llm_call"]
+    spans = [(stamp(e["t"]) - e["latency"], stamp(e["t"])) for e in calls]
+    first = next(stamp(e["t"]) for e in events if e["type"] == "train_start")
+    return {
+        "calls": len(calls),
+        "spans": spans,
+        "training": stamp(events[-1]["t"]) - first,
+        "idle": idle(spans, first) + max(0.0, stamp(events[-1]["t"]) - max(e for _, e in spans)),
+        "process": process,
+        "pool": json.loads((root / run / "state.json").read_text()).get("pool_digest"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    a = parser.parse_args()
+    if a.serve:
+        serve(a.latency)
+        return
+    from moscopt.testing.scripted import write_project
+
+    cmd = [sys.executable, str(HERE), "--serve", "--latency", str(a.latency)]
+    server = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None and server.stdin is not None
+    url = server.stdout.readline().strip()
+    rows, pools = [], set()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for i in range(a.repeats):
+                for overlap in (False, True):
+                    root = Path(tmp) / f"p{i}-{overlap}"
+                    root.mkdir()
+                    write_project(root, REPO / "skills")
+                    r = train(url, root, "runs/r", overlap, a.epochs)
+                    waves = critical_path(r["spans"], a.latency / 4)
+                    pools.add(r["pool"])
+                    ideal = waves * a.latency
+                    rows.append(
+                        (overlap, r["calls"], waves, r["training"], r["idle"], r["process"], ideal)
+                    )
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
+    print(f"latency {a.latency * 1000:.0f} ms, {a.epochs} epochs; load average "
+          f"{os.getloadavg()[0]:.2f}")  # fmt: skip
+    head = ("overlap", "calls", "waves", "training s", "idle s", "process s", "ideal s",
+            "training/ideal", "process/ideal")  # fmt: skip
+    print("  ".join(f"{h:>14}" for h in head))
+    for overlap, calls, waves, training, spare, process, ideal in rows:
+        cells = (str(overlap), str(calls), str(waves), f"{training:.2f}", f"{spare:.2f}",
+                 f"{process:.2f}",
+                 f"{ideal:.2f}", f"{training / ideal:.2f}", f"{process / ideal:.2f}")  # fmt: skip
+        print("  ".join(f"{c:>14}" for c in cells))
+    off = [w for o, _, w, *_ in rows if not o]
+    on = [w for o, _, w, *_ in rows if o]
+    print(f"critical path (waves): sequential {off} -> overlapped {on}")
+    print(f"final pools: {'all the same' if len(pools) == 1 else f'{len(pools)} different'}")
+
+
+if __name__ == "__main__":
+    main()
