@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from moscopt.evaluate import EvalResult
     from moscopt.gating import GateStats
     from moscopt.harness import Rollout
+    from moscopt.state import RunState
 
 # Flags that may change when a run resumes (operational); anything else must match the frozen
 # config, or the resumed run would silently become a different experiment.
@@ -89,8 +90,9 @@ def train(
 
     check_models(config)
     with RunDir(path).locked():
-        run = RunDir.create(path, config, pool, initial_state(config, pool, ref, splits))
-        return _train(run, config, bench, splits, progress, resumed=False)
+        state = initial_state(config, pool, ref, splits)
+        run = RunDir.create(path, config, pool, state)
+        return _train(run, config, bench, splits, progress, state=state, resumed=False)
 
 
 def resume(
@@ -134,7 +136,7 @@ def resume(
         check_models(config)
         if config != frozen:
             atomic_write_text(run.config_path, config.to_yaml())
-        return _train(run, config, bench, splits, progress, resumed=True)
+        return _train(run, config, bench, splits, progress, state=state, resumed=True)
 
 
 def _train(
@@ -144,13 +146,13 @@ def _train(
     splits: Splits,
     progress: Callable[[dict[str, Any]], None] | None,
     *,
+    state: RunState,
     resumed: bool,
 ) -> TrainOutcome:
+    """Train `run` from `state`, its saved state (read once, by the caller, under its lock)."""
     from moscopt.engine import Trainer
     from moscopt.lm.errors import LMFatalError
 
-    # The caller holds the run's lock.
-    state = run.load_state()
     seeds = Pool.load(seed_skills_dir(), require_gate=True)
     first = state.val_history[0].score if state.val_history else None
     with open_lms(
@@ -171,6 +173,7 @@ def _train(
             optimizer_lm=lms.optimizer,
             seeds=seeds,
             progress=progress,
+            state=state,
         )
         try:
             asyncio.run(trainer.train())
@@ -241,7 +244,7 @@ def evaluate(
     with `force` (the default file, in the run or here, always is)."""
     from moscopt.evaluate import evaluate as run_eval
     from moscopt.export import Deployment, open_export, open_run_export
-    from moscopt.state import RunState
+    from moscopt.lm.batch import can_wait, wave_concurrency
 
     if mode not in ("none", "mixture", "static", "distilled", "router", "agents"):
         raise UserError(
@@ -308,16 +311,17 @@ def evaluate(
         agent = make_agent(config, bench, pool, router, lms.agent)
         if on_start:
             on_start(len(tasks) * (reps if isinstance(reps, int) else 3))
-        result = asyncio.run(
-            run_eval(
-                agent,
-                tasks,
-                concurrency=config.llm.concurrency,
-                repeats=reps,
-                on_rollout=on_rollout,
-                out=out,  # streamed there as the rollouts complete
+        with can_wait(config.llm.batch):  # an evaluation can wait: `--batch` batches it
+            result = asyncio.run(
+                run_eval(
+                    agent,
+                    tasks,
+                    concurrency=wave_concurrency(config.llm),
+                    repeats=reps,
+                    on_rollout=on_rollout,
+                    out=out,  # streamed there as the rollouts complete
+                )
             )
-        )
     return EvalOutcome(result, bench.name, split, mode, out)
 
 

@@ -91,6 +91,10 @@ class LLMConfig(Section):
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
     # the embedded model's (local/) threads; auto: the cores idle when it loads (lm/local.py)
     threads: PositiveInt | Literal["auto"] = "auto"
+    # Provider batch mode for waves that can wait (evaluation, validation): moscopt.lm.batch
+    batch: bool = False
+    batch_poll: float = Field(30.0, gt=0.0, description="seconds before a batch's first poll")
+    batch_size: int = Field(1000, ge=1, description="requests per batch at most")
     max_error_rate: float = Field(
         0.5,
         ge=0.0,

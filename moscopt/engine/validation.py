@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from moscopt.evaluate import run_tasks
 from moscopt.ledger import Decision, Validation
+from moscopt.lm.batch import can_wait, wave_concurrency
 from moscopt.policies.acceptance import Acceptance, Verdict, make_acceptance
 
 if TYPE_CHECKING:
@@ -47,12 +48,13 @@ class Validator:
         if cached is not None:
             return cached
         ctx = self.ctx
-        rollouts = await run_tasks(
-            ctx.agent(pool, ctx.val_stats()),
-            ctx.val_tasks,
-            concurrency=ctx.config.llm.concurrency,
-            sample=sample,
-        )
+        with can_wait(ctx.config.llm.batch):  # validation can wait: `--batch` batches it
+            rollouts = await run_tasks(
+                ctx.agent(pool, ctx.val_stats()),
+                ctx.val_tasks,
+                concurrency=wave_concurrency(ctx.config.llm),
+                sample=sample,
+            )
         rewards = [r.reward for r in rollouts]
         self._rewards[key] = rewards
         ctx.record(

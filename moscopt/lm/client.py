@@ -10,6 +10,7 @@ thread (`moscopt.lm.sync`). The contract (what raises, what is retried, what is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import random
 import threading
@@ -20,6 +21,7 @@ from typing import Any
 
 from moscopt.config import LLMConfig, SamplingConfig
 from moscopt.lm.base import Completion, LMRequest, Message, ToolRequest, Usage, check_messages
+from moscopt.lm.batch import waits_in_batch
 from moscopt.lm.budget import Budget, LMStats, Reservation
 from moscopt.lm.cache import ResponseCache
 from moscopt.lm.errors import LMError, LMOutputError
@@ -178,7 +180,9 @@ class LiteLLMClient:
         started = time.perf_counter()
         retries = 0
         try:
-            async with self._slots():
+            # a call waiting in a provider batch holds no connection: it takes no slot
+            waits = waits_in_batch(self.transport)
+            async with contextlib.nullcontext() if waits else self._slots():
                 while True:
                     try:
                         raw = await self.transport.asend(request)

@@ -93,6 +93,9 @@ def build_lm(
     elif cache is None:
         where = cache_dir if cache_dir is not None else shared_cache_dir(config.llm)
         cache = ResponseCache(where, record=record)
+    if config.llm.batch and role == "agent":
+        where = record.parent if record is not None else cache_dir or shared_cache_dir(config.llm)
+        transport = batching(model, config, transport, where / "batches", api_key=api_key)
     return LiteLLMClient(
         model,
         sampling=config.sampling,
@@ -104,6 +107,28 @@ def build_lm(
         events=_sink(events),
         api_key=api_key,
         transport=transport,
+    )
+
+
+def batching(
+    model: str,
+    config: Config,
+    transport: Transport | None,
+    where: Path,
+    *,
+    api_key: str | None = None,
+) -> Transport:
+    """`transport` (default: the usual one) behind the provider batch mode of `moscopt.lm.batch`,
+    its batches recorded in `where`; `LMSetupError` naming `--batch` for a model that cannot."""
+    from moscopt.lm.batch import BatchTransport, batch_refusal
+    from moscopt.lm.batch_store import BatchStore
+
+    why = batch_refusal(model, config.api_base, config.llm)
+    if why is not None:
+        raise LMSetupError(why)
+    inner = transport or make_transport(model, config.api_base, config.llm, api_key=api_key)
+    return BatchTransport(
+        inner, model, BatchStore(where), config.llm, api_base=config.api_base, api_key=api_key
     )
 
 

@@ -19,6 +19,8 @@ an empty `choices` list).
 Every request is logged as a `ServerRequest` (outcome, parsed body, whether an Authorization
 header was present — never its value). `max_in_flight` is the most requests seen at once.
 Use it as a context manager; `stop()` releases held requests and open connections at once.
+`batches` serves OpenAI's Batch and Files API (`moscopt.testing.fake_batch`), its lines answered
+by the same responder; a batch stays in progress for `batch_polls` retrievals.
 
 To keep the server's CPU out of a client's measurements, run it in its own process:
 `python -m moscopt.testing.fake_server --latency 0.1` prints its base URL on the first line of
@@ -40,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from moscopt.testing.fake_batch import FakeBatches
 from moscopt.testing.fake_http import completion_body, error_body, send_json, send_raw
 
 OUTCOMES = frozenset(
@@ -89,6 +92,7 @@ class FakeServer:
         retry_after: str | None = "0",
         responder: Responder | None = None,
         prompt_cache: bool = False,
+        batch_polls: int = 1,
     ) -> None:
         self.faults = tuple(faults)
         unknown = set(self.faults) - OUTCOMES
@@ -102,6 +106,7 @@ class FakeServer:
         self.retry_after = retry_after
         self.responder: Responder = responder or echo
         self.prompt_cache = prompt_cache
+        self.batches = FakeBatches(lambda body: self.responder(body), polls=batch_polls)
         self._prefixes: set[str] = set()  # system messages seen (the simulated prefix cache)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -350,11 +355,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.owner.reset()
             send_json(self, 200, {"ok": True})
             return
+        if self.server.owner.batches.handles(self.path):
+            self.server.owner.batches.post(self, raw)
+            return
         self.server.owner._handle(self, raw)
 
     def do_GET(self) -> None:
         if self.path == STATS_PATH:
             send_json(self, 200, self.server.owner.stats())
+            return
+        if self.server.owner.batches.handles(self.path):
+            self.server.owner.batches.get(self)
             return
         send_json(self, 404, error_body("not found", "invalid_request_error"))
 
