@@ -180,6 +180,12 @@ def open_lms(
 # -- routers and agents --------------------------------------------------------------------------
 
 
+def uses_llm_gate(config: Config, pool: Pool) -> bool:
+    """Whether `pool` is routed by its own, editable LLM gate (`gating.policy: llm`, a gate, and
+    K < N): the trainer's gate phase, gate edits and restoration apply only then."""
+    return config.gating.policy == "llm" and pool.gate is not None and config.pool.k < len(pool)
+
+
 def make_router(
     config: Config,
     pool: Pool | None,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from moscopt.agent import SkillAgent
-from moscopt.assembly import make_router
+from moscopt.assembly import make_router, uses_llm_gate
 from moscopt.config import Config
 from moscopt.credit import forget
 from moscopt.gating import GateStats, Router
@@ -53,7 +53,9 @@ class Context:
         optimizer_lm: LM,
         seeds: Pool,
         progress: ProgressFn | None = None,
+        state: RunState | None = None,
     ) -> None:
+        """`state` is the run's saved state when the caller has read it (else it is read)."""
         self.run = run
         self.config = config
         self.benchmark = benchmark
@@ -62,7 +64,7 @@ class Context:
         self.optimizer_lm = optimizer_lm
         self.seeds = seeds
         self.progress = progress
-        self.state: RunState = run.load_state()
+        self.state: RunState = state if state is not None else run.load_state()
         self.pool: Pool = run.load_pool(self.state)
         self.tasks: dict[str, Task] = {t.id: t for t in splits["all"]}
         self.base_totals = self.state.totals.model_copy()
@@ -95,11 +97,7 @@ class Context:
     @property
     def llm_gate(self) -> bool:
         """Whether the pool is routed by its (editable) LLM gate."""
-        return (
-            self.config.gating.policy == "llm"
-            and self.config.pool.k < len(self.pool)
-            and self.pool.gate is not None
-        )
+        return uses_llm_gate(self.config, self.pool)
 
     # -- routing and agents ----------------------------------------------------------------------
 
