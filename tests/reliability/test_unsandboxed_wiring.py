@@ -2,9 +2,9 @@
 isolates that code.
 
 On a machine where nothing isolates reads (emulated by turning the sandbox's layers off), the
-agent's python tool and the code grader refuse to run code unless the config key is set; with
-it set, both run it. A training run that executes code records a `notice` event naming the
-isolation (or the refusal, or that code runs unsandboxed).
+agent's python tool refuses to run code unless the config key is set, and runs it when it is (the
+code grader: tests/benchmarks/test_unsandboxed_grader.py). A training run that executes code
+records a `notice` event naming the isolation (or the refusal, or that code runs unsandboxed).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from moscopt.agent import SkillAgent
-from moscopt.assembly import resolve_benchmark
 from moscopt.benchmarks import Task, get_benchmark
 from moscopt.config import load_config
 from moscopt.engine import Trainer
@@ -47,23 +46,6 @@ def test_the_agents_python_tool_runs_unsandboxed_only_with_the_key(
     monkeypatch.setattr(sandbox, "_LAYERS", NONE)
     assert sandbox.UNSANDBOXED_REFUSED in _agent_observation(allow=False)
     assert _agent_observation(allow=True) == "Python output:\n42"
-
-
-def test_the_code_grader_of_a_resolved_benchmark_follows_the_key(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(sandbox, "_LAYERS", NONE)
-    data = Path(__file__).parents[2].parent / "shared" / "data"
-    if not (data / "mbpp").exists():
-        pytest.skip(f"no MBPP data at {data}")
-    for allow, reward in ((False, 0.0), (True, 1.0)):
-        config = load_config(
-            None, {"data.path": str(data), "data.limit": 1, "agent.allow_unsandboxed": allow}
-        )
-        bench, splits = resolve_benchmark(config, "mbpp")
-        task = splits["test"][0]
-        solution = f"```python\n{task.meta['reference']}\n```"
-        assert bench.grade(task, solution).reward == reward
 
 
 @pytest.mark.parametrize(
