@@ -23,9 +23,10 @@ from moscopt.skills import Pool
 
 if TYPE_CHECKING:
     from moscopt.agent import SkillAgent
-    from moscopt.benchmarks import Benchmark, Splits
+    from moscopt.benchmarks import Benchmark, Splits, Task
     from moscopt.gating import GateStats, Router
     from moscopt.lm.base import LM
+    from moscopt.memory.params import MemoryState
     from moscopt.routing_table import RoutingTable
     from moscopt.rundir import RunDir
 
@@ -229,8 +230,38 @@ def gate_stats(config: Config, state: object) -> GateStats:
 
 
 def make_agent(
-    config: Config, bench: Benchmark, pool: Pool | None, router: Router, lm: LM
+    config: Config,
+    bench: Benchmark,
+    pool: Pool | None,
+    router: Router,
+    lm: LM,
+    *,
+    memory: MemoryState | None = None,
+    tasks: Sequence[Task] = (),
 ) -> SkillAgent:
+    """The agent `config` describes over `router`. `memory`: the learned execution-memory gates
+    and halting controller (a run's `state.memory`, or a mixture export's); `tasks`: the tasks
+    it will run, if known, embedded for the familiarity router now in one batched call (the
+    caller's event loop has not started: nothing waits). With `agent.aggregate: vote` the agent
+    answers deterministic-answer tasks by the vote of the top `agent.vote_m` skills by
+    familiarity (`moscopt.routing.voting`)."""
     from moscopt.agent import SkillAgent
 
-    return SkillAgent.from_config(lm, bench, pool, router, config)
+    agent = SkillAgent.from_config(lm, bench, pool, router, config, memory=memory)
+    prefetch = getattr(router, "prefetch", None)
+    if tasks and prefetch is not None:
+        import asyncio
+
+        asyncio.run(prefetch([t.prompt for t in tasks]))
+    if config.agent.aggregate == "vote":
+        from moscopt.routing.voting import VotingAgent, explainer
+
+        explain = explainer(router)
+        if explain is None:
+            raise UserError(
+                "agent.aggregate: vote ranks the skills by familiarity: use the familiarity "
+                "router (eval --mode router, or gating.policy familiarity or hybrid)",
+                field="agent.aggregate",
+            )
+        agent = VotingAgent(agent, explain, config.agent.vote_m)
+    return agent

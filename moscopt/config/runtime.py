@@ -139,6 +139,11 @@ class AgentConfig(Section):
     # False: the "no progressive disclosure" ablation (every skill body in context; the gate
     # still selects, and credit still goes to the selected skills)
     progressive_disclosure: bool = True
+    # vote: on tasks with a deterministic answer the `vote_m` skills the familiarity router
+    # ranks first each run as a separate agent and the familiarity-weighted majority answer
+    # wins (vote_m agent runs per task; needs a familiarity router); none: one agent
+    aggregate: Literal["none", "vote"] = "none"
+    vote_m: int = Field(3, ge=1, description="agent.aggregate vote: skills that vote")
     # The external-agent harness (moscopt.external): your agent's command line (`claude -p`, a
     # script), run once per task in a fresh folder holding the activated skills; null: built in.
     command: str | list[str] | None = None

@@ -12,7 +12,9 @@ Two views of the heads, as the engine keeps two views of the statistics:
   acceptance decision of the phase compares pools under the same router; in the other phases
   the heads do not change and validation uses them as they are.
 
-The heads are created on first use: the projection is fitted on the embeddings of (up to
+Before the first routing the training and validation tasks are embedded in one batched call
+(`FeatureCache.prefetch`), so a routing reads the cache. The heads are created on first use:
+the projection is fitted on the embeddings of (up to
 `FIT_TASKS` of) the training tasks, sorted by id, so a run and its resumption fit the same one.
 """
 
@@ -30,6 +32,7 @@ from moscopt.routing.projection import Projection
 from moscopt.routing.router import FamiliarityRouter, HybridRouter
 
 if TYPE_CHECKING:
+    from moscopt.benchmarks import Task
     from moscopt.config import RouterConfig
     from moscopt.engine.context import Context
     from moscopt.harness import Rollout
@@ -74,6 +77,7 @@ class FamiliarityRuntime:
         self.view_epoch: int | None = None
         self.last: LearnStats | None = None
         self._lock = threading.Lock()
+        self._prefetched = False
         data = ctx.state.router
         if data:
             self.model = FamiliarityModel.from_json(data["model"], self.hyper)
@@ -85,10 +89,19 @@ class FamiliarityRuntime:
     # -- the heads -------------------------------------------------------------------------------
 
     async def live(self) -> FamiliarityModel:
+        if not self._prefetched:  # once per process, a resumed one too
+            await self.features.prefetch(t.prompt for t in self.known_tasks())
+            self._prefetched = True
         if self.model is None:
             await asyncio.to_thread(self._create)
         assert self.model is not None
         return self.model
+
+    def known_tasks(self) -> list[Task]:
+        """The tasks the trainer routes (training and validation), sorted by id: embedded in
+        one batched call before the first routing, so routing only reads the cache."""
+        splits = self.ctx.splits
+        return sorted({t.id: t for t in [*splits.train, *splits.val]}.values(), key=lambda t: t.id)
 
     async def frozen(self) -> FamiliarityModel:
         """The heads validation routes with: the skills phase's view while in that phase."""

@@ -10,7 +10,7 @@ when the shortlist is no longer than K (no call then).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from moscopt.gating import Activation, GateStats, LLMGate
@@ -51,6 +51,10 @@ class FamiliarityRouter:
         self.names = tuple(names)
         self.explore = explore
 
+    async def prefetch(self, texts: Iterable[str]) -> None:
+        """Embed tasks known ahead in one batched call (in a worker thread)."""
+        await self.features.prefetch(texts)
+
     async def explain(self, task_text: str) -> Routing:
         """The full routing decision: every skill's familiarity and score, and the cutoff."""
         (x,) = await self.features.vectors([task_text])
@@ -84,6 +88,9 @@ class HybridRouter:
         self.stats = stats or GateStats()
         self.shortlist = max(k, shortlist)
         self.constrained = constrained
+
+    async def prefetch(self, texts: Iterable[str]) -> None:
+        await self.familiarity.prefetch(texts)
 
     async def select(self, task_text: str, *, sample: int = 0) -> Activation:
         routing = await self.familiarity.explain(task_text)

