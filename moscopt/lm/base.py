@@ -140,8 +140,9 @@ class LM(Protocol):
     - `purpose`: a short label recorded with the call in the event log ("gate", "reflect").
     - `temperature`, `top_p`, `max_tokens`: override the configured sampling for this call.
 
-    Cached: a successful answer (its raw text, before any schema check), under the hash of the
-    full request (`LMRequest.key`). A hit makes no call, costs 0 and is counted.
+    Cached: a successful answer (its raw text) under the hash of the full request
+    (`LMRequest.key`); with a `schema`, only an answer that parsed, so a failed one is asked
+    again rather than replayed. A hit makes no call, costs 0 and is counted.
     Retried (with exponential backoff and jitter, honouring Retry-After, up to `max_retries`):
     429, 5xx, timeouts, dropped connections, unparseable response bodies: a named set (see
     `moscopt.lm.transport`); any other exception is a bug and propagates at once, unretried.

@@ -170,6 +170,14 @@ class ResponseCache:
                 return
             self._note(key)
 
+    def discard(self, key: str) -> None:
+        """Forget the entry under `key` (an answer that no longer serves: nothing if absent)."""
+        with self._lock:
+            try:
+                self._conn().execute("DELETE FROM responses WHERE key = ?", (key,))
+            except (sqlite3.DatabaseError, OSError) as e:
+                self._warn("cannot be written", e)
+
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0])

@@ -2,9 +2,9 @@
 
 One async core (`acomplete`): validate the request, look it up in the cache, reserve budget,
 take a concurrency slot, attempt it through the transport with bounded retries, then account,
-cache, report and (for structured calls) parse. `complete` is that core run on a private loop
-thread (`moscopt.lm.sync`). The contract (what raises, what is retried, what is cached) is on
-`moscopt.lm.base.LM`.
+report, (for structured calls) parse, and cache what parsed. `complete` is that core run on a
+private loop thread (`moscopt.lm.sync`). The contract (what raises, what is retried, what is
+cached) is on `moscopt.lm.base.LM`.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ class LiteLLMClient:
         )
         hit = self._cached(request, purpose)
         if hit is not None:
-            return self._structured(hit, request)
+            return hit
         reservation = self._reserve(request)
         started = time.perf_counter()
         retries = 0
@@ -196,7 +196,12 @@ class LiteLLMClient:
             reservation.settle(0.0)
             raise
         completion = self._succeeded(request, raw, retries, started, reservation, purpose)
-        return self._structured(completion, request)
+        # parsed first, cached after: an answer that fails its schema raises and is not kept,
+        # so asking again asks the model again instead of replaying the failure forever
+        parsed = self._structured(completion, request)
+        if self.cache is not None:
+            self.cache.put(request.key(), completion)
+        return parsed
 
     async def supports_tools(self) -> bool:
         """Whether the model takes native tool definitions (`tools=`): litellm's
@@ -244,6 +249,10 @@ class LiteLLMClient:
             found = self.cache.migrate(request.key(), legacy_key(request, self.api_base))
         if found is None:
             return None
+        if request.schema is not None and not _parses(found.text, request.schema):
+            # kept by a version that cached unparsed answers: drop it and ask again
+            self.cache.discard(request.key())
+            return None
         completion = Completion(
             text=found.text,
             model=found.model,
@@ -257,7 +266,7 @@ class LiteLLMClient:
         with self._lock:
             self.stats.cache_hits += 1
         self._report(completion, purpose, ok=True)
-        return completion
+        return self._structured(completion, request)
 
     def _reserve(self, request: LMRequest) -> Reservation:
         bound = 0.0
@@ -307,8 +316,6 @@ class LiteLLMClient:
             s.saving += saving
             s.cost += cost
             s.latency += latency
-        if self.cache is not None:
-            self.cache.put(request.key(), completion)
         self._report(completion, purpose, ok=True, saving=saving)
         return completion
 
@@ -372,3 +379,11 @@ class LiteLLMClient:
             record["deployment"] = completion.deployment
         record.update(extra)
         self.events(record)
+
+
+def _parses(text: str, schema: Mapping[str, Any]) -> bool:
+    try:
+        parse_structured(text, schema)
+    except OutputInvalid:
+        return False
+    return True
