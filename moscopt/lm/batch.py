@@ -343,7 +343,13 @@ class BatchTransport:
         delay, failures = self._poll, 0
         while True:
             try:
-                batch = await self._call("aretrieve_batch", batch_id=batch_id)
+                batch = await self._call(
+                    "aretrieve_batch",
+                    batch_id=batch_id,
+                    # not litellm's own cost tracking: it would download the output a second
+                    # time, in a task of its own; the answers are priced here (`batch_cost`)
+                    litellm_metadata={"batch_ignore_default_logging": True},
+                )
                 failures = 0
             except Fault as fault:
                 failures += 1
