@@ -308,7 +308,10 @@ def evaluate(
         router = make_router(config, pool, lms.agent, stats=stats, table=table)
         if deployment is not None and deployment.router is not None:
             router = deployment.router.router(pool)  # the familiarity router: no LLM call
-        agent = make_agent(config, bench, pool, router, lms.agent)
+        memory = deployment.memory if deployment is not None else None
+        if deployment is None and state is not None:
+            memory = state.memory  # the run's learned memory gates and halting
+        agent = make_agent(config, bench, pool, router, lms.agent, memory=memory, tasks=tasks)
         if on_start:
             on_start(len(tasks) * (reps if isinstance(reps, int) else 3))
         with can_wait(config.llm.batch):  # an evaluation can wait: `--batch` batches it

@@ -16,6 +16,10 @@ Every export is a folder::
 - router: the mixture plus `router.json`, the familiarity router's heads (`moscopt.export.router`):
   routing with no model call.
 
+A mixture or router export of a run that fitted its execution memory also holds `memory.json`
+(the write and retrieval gates and the halting controller, `moscopt.export.memory`), which
+`moscopt eval` loads as the run state's would be.
+
 The default folder is `<run>/exports/<mode>/`. Output is deterministic (same run, same bytes;
 the distilled skill is deterministic given the cached model answer). An existing export is
 replaced only with `force`.
@@ -121,6 +125,11 @@ def export_run(
             from moscopt.export.router import ROUTER_FILE, router_files
 
             files[ROUTER_FILE], manifest.router = router_files(state.router, pool)
+        from moscopt.export.memory import MEMORY_FILE, memory_files
+
+        learned = memory_files(state.memory)  # the fitted memory gates and halting, if any
+        if learned is not None:
+            files[MEMORY_FILE], manifest.memory = learned
     elif mode == "static":
         members = list(pool.skills)
         files["ROUTING.md"], manifest.static = _static(run, config, state, pool, k, resolved)

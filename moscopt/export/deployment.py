@@ -15,6 +15,7 @@ from moscopt.skills import Pool
 if TYPE_CHECKING:
     from moscopt.export.router import RouterExport
     from moscopt.gating import GateStats
+    from moscopt.memory.params import MemoryState
     from moscopt.rundir import RunDir
 
 SKILLS_DIR = "skills"
@@ -22,13 +23,15 @@ SKILLS_DIR = "skills"
 
 @dataclass(frozen=True)
 class Deployment:
-    """A loaded export. `table` is set for static exports only, `router` for router ones."""
+    """A loaded export. `table` is set for static exports only, `router` for router ones,
+    `memory` for mixture and router exports of a run that fitted its execution memory."""
 
     folder: Path
     manifest: Manifest
     pool: Pool
     table: RoutingTable | None
     router: RouterExport | None = None
+    memory: MemoryState | None = None  # the learned execution memory (memory.json), if any
 
     @property
     def mode(self) -> str:
@@ -65,7 +68,12 @@ def open_export(folder: Path, mode: str | None = None) -> Deployment:
         from moscopt.export.router import load_router
 
         router = load_router(folder)
-    return Deployment(folder, manifest, pool, table, router)
+    memory = None
+    if manifest.mode in ("mixture", "router"):
+        from moscopt.export.memory import load_memory
+
+        memory = load_memory(folder)
+    return Deployment(folder, manifest, pool, table, router, memory)
 
 
 def open_run_export(run: RunDir, mode: str) -> Deployment:

@@ -54,6 +54,7 @@ class Manifest(_Model):
     distilled: dict[str, Any] | None = None  # merged skills and validation scores (distilled)
     agents: dict[str, Any] | None = None  # router skill, hinted skills, the table (agents)
     router: dict[str, Any] | None = None  # router.json's summary (router only)
+    memory: dict[str, Any] | None = None  # memory.json's summary (mixture, router; if fitted)
 
     def dumps(self) -> str:
         return pretty_json(self.model_dump(mode="json"))
