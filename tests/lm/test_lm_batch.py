@@ -249,3 +249,38 @@ def test_a_model_that_cannot_batch_is_refused_naming_the_flag(
         f"moscopt: error: --batch needs an openai/ model (litellm's batch API), not '{model}': "
         "drop --batch for this model"
     )
+
+
+def train(url: str, run: str, *extra: str) -> list[str]:
+    return [
+        "train", "--benchmark", "addition.yaml", "--model", MODEL, "--api-base", url,
+        "--data", "addition.jsonl", "--n", "3", "--k", "2", "--epochs", "1",
+        "--steps-per-epoch", "1", "--run", run, "--no-evolution", "--no-cache",
+        "--set", "llm.batch_poll=0.01", *extra,
+    ]  # fmt: skip
+
+
+def calls(run: Path) -> list[dict[str, Any]]:
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    return [e for e in events if e["type"] == "llm_call" and not e.get("cache_hit")]
+
+
+def test_training_batches_its_validation_and_nothing_else(project: Path) -> None:
+    with FakeServer(responder=server_responder, batch_polls=1) as server:
+        plain = runner.invoke(app, train(server.url, "runs/plain"))
+        assert plain.exit_code == 0, plain.output
+        assert server.batches.created == []
+        batched = runner.invoke(app, train(server.url, "runs/batched", "--batch"))
+        assert batched.exit_code == 0, batched.output
+        lines = sum(len(b.lines) for b in server.batches.created)
+    made = calls(project / "runs/batched")
+    by_batch = [c for c in made if (c.get("deployment") or "").startswith("batch:")]
+    assert len(by_batch) == lines > 0  # every line answered one call
+    assert len(made) - len(by_batch) > 0  # the minibatch and the optimizer: the normal path
+    assert len(made) == len(calls(project / "runs/plain"))  # the same calls, the same run
+    status = [
+        json.loads(runner.invoke(app, ["status", "--run", f"runs/{r}", "--json"]).output)
+        for r in ("plain", "batched")
+    ]
+    for field in ("best_val_score", "edits", "acceptance"):  # the same decisions
+        assert status[0][field] == status[1][field]
