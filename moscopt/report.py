@@ -3,7 +3,8 @@
 The page holds the run's settings and totals, the learning curve (validation score per step and
 cumulative LLM calls and cost per step, a PNG next to the page), the best validation score per
 epoch, the comparison of evaluated deployment modes (from `<run>/exports/eval-*.jsonl`), every
-edit decision, every evolution cycle and the final pool with its Q-scores. Apart from the
+edit decision, every evolution cycle, the run's health and routing (`moscopt.report_sections`,
+`moscopt.report_routing`) and the final pool with its Q-scores. Apart from the
 generation time in its second line, the output is a function of the run directory.
 
 matplotlib is optional (`pip install moscopt[report]`) and imported only to draw; without it
@@ -21,10 +22,13 @@ from typing import Any
 
 from moscopt.errors import UserError
 from moscopt.fsio import atomic_write_bytes, atomic_write_text, iter_jsonl
-from moscopt.history import CORE_KINDS, EditEntry, EvolutionEntry, History
-from moscopt.ledger import Decision, LLMCall
+from moscopt.history import CORE_KINDS, History
+from moscopt.ledger import LLMCall
 from moscopt.report_render import Block, render_html, render_markdown
+from moscopt.report_routing import routing_blocks
 from moscopt.report_sections import embed_images, extra_blocks, write_images
+from moscopt.report_tables import edits_table, evolution_table
+from moscopt.report_tables import fmt as _f
 from moscopt.rundir import RunDir
 from moscopt.stats import mean_ci, repeats_half_width
 
@@ -243,10 +247,6 @@ def draw_curve(curve: Curve) -> bytes | None:
 # -- the page ------------------------------------------------------------------------------------
 
 
-def _f(x: float | None, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
 def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime) -> list[Block]:
     state = history.state
     config = run.load_config()
@@ -348,11 +348,12 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
             )
         )
     blocks.append(("h2", "Edits"))
-    blocks.append(_edits_table(edits) if edits else ("p", "No edits were proposed."))
+    blocks.append(edits_table(edits) if edits else ("p", "No edits were proposed."))
     if evolutions:
         blocks.append(("h2", "Evolution"))
-        blocks.append(_evolution_table(evolutions))
+        blocks.append(evolution_table(evolutions))
     blocks.extend(extra_blocks(run, state, config.credit.beta))  # moscopt.report_sections
+    blocks.extend(routing_blocks(run, state))  # specialization, memory, transfer channels
     blocks.append(("h2", "Final pool"))
     blocks.append(
         (
@@ -378,45 +379,3 @@ def _since(history: History, name: str) -> str:
         if name in v.pool or (name == "gate" and v.pool.gate is not None):
             return "start" if v.step is None else f"step {v.step}"
     return "-"
-
-
-def _edits_table(edits: list[EditEntry]) -> Block:
-    rows = [
-        [
-            str(e.step),
-            str(e.epoch),
-            e.phase,
-            e.target,
-            e.status,
-            f"{_f(e.before)} -> {_f(e.after)}" if e.before is not None else "-",
-            _evidence(e.decision),
-            e.summary,
-        ]
-        for e in edits
-    ]
-    head = ["step", "epoch", "phase", "target", "status", "score", "evidence", "summary"]
-    return ("table", head, rows)
-
-
-def _evidence(d: Decision | None) -> str:
-    """A decision's evidence: samples, paired mean difference and its interval."""
-    if d is None:
-        return "-"
-    return f"{d.samples} sample(s), {d.mean_diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
-
-
-def _evolution_table(evolutions: list[EvolutionEntry]) -> Block:
-    rows = [
-        [
-            str(e.step),
-            str(e.epoch),
-            ("accepted" if e.accepted else "rejected") if e.before is not None else "no change",
-            f"{_f(e.before)} -> {_f(e.after)}" if e.before is not None else "-",
-            ", ".join(e.eliminated) or "-",
-            ", ".join(e.added) or "-",
-            _evidence(e.decision),
-        ]
-        for e in evolutions
-    ]
-    head = ["step", "epoch", "verdict", "score", "eliminated", "added", "evidence"]
-    return ("table", head, rows)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.history import History
+from moscopt.memory.training import describe
 from moscopt.niches.summary import niche_summary
 from moscopt.project import Project
 from moscopt.rundir import RunDir
@@ -116,11 +117,20 @@ def run_summary(run: RunDir) -> dict[str, Any]:
             else None
         ),
         "niches": niche_summary(state, pool.names),
+        "specialization": _specialization(run) if state.router is not None else None,
+        "memory": describe(state.memory) if state.memory is not None else None,
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),
         "totals": state.totals.model_dump(),
         "checkpoints": len(run.checkpoints()),
     }
+
+
+def _specialization(run: RunDir) -> dict[str, Any]:
+    """The familiarity router's specialization index, per niche and per epoch."""
+    from moscopt.routing.specialization import run_specialization
+
+    return run_specialization(run)
 
 
 def project_summary(project: Project) -> dict[str, Any]:

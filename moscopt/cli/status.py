@@ -123,6 +123,20 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
 
         for line in summary_lines(d["niches"]):
             console.print(line, soft_wrap=True)
+    spec = d.get("specialization")
+    if spec is not None:
+        if spec["index"] is None:
+            console.print(f"specialization index: - ({spec['reason']})", soft_wrap=True)
+        else:
+            tops = ", ".join(f"{n} {v['top']} {v['share']:.0%}" for n, v in spec["niches"].items())
+            console.print(
+                f"specialization index {spec['index']:.3f} (top skill per niche: {tops})",
+                soft_wrap=True,
+            )
+    if d.get("memory"):
+        console.print("execution memory:")
+        for line in d["memory"]:
+            console.print(f"  {line}", soft_wrap=True)
     rate = d.get("gate_fallback_recent")
     if rate is not None:
         from moscopt.cli.display import FALLBACK_HINT, HIGH_FALLBACK

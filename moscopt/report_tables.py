@@ -1,0 +1,53 @@
+"""The report's tables of decisions: every edit and every evolution cycle with its evidence."""
+
+from __future__ import annotations
+
+from moscopt.history import EditEntry, EvolutionEntry
+from moscopt.ledger import Decision
+from moscopt.report_render import Block
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def edits_table(edits: list[EditEntry]) -> Block:
+    rows = [
+        [
+            str(e.step),
+            str(e.epoch),
+            e.phase,
+            e.target,
+            e.status,
+            f"{fmt(e.before)} -> {fmt(e.after)}" if e.before is not None else "-",
+            evidence(e.decision),
+            e.summary,
+        ]
+        for e in edits
+    ]
+    head = ["step", "epoch", "phase", "target", "status", "score", "evidence", "summary"]
+    return ("table", head, rows)
+
+
+def evidence(d: Decision | None) -> str:
+    """A decision's evidence: samples, paired mean difference and its interval."""
+    if d is None:
+        return "-"
+    return f"{d.samples} sample(s), {d.mean_diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
+
+
+def evolution_table(evolutions: list[EvolutionEntry]) -> Block:
+    rows = [
+        [
+            str(e.step),
+            str(e.epoch),
+            ("accepted" if e.accepted else "rejected") if e.before is not None else "no change",
+            f"{fmt(e.before)} -> {fmt(e.after)}" if e.before is not None else "-",
+            ", ".join(e.eliminated) or "-",
+            ", ".join(e.added) or "-",
+            evidence(e.decision),
+        ]
+        for e in evolutions
+    ]
+    head = ["step", "epoch", "verdict", "score", "eliminated", "added", "evidence"]
+    return ("table", head, rows)
