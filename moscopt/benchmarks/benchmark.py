@@ -62,6 +62,8 @@ class Benchmark:
         """
         from moscopt.benchmarks.splits import split_tasks
 
+        if self.spec.grader != "custom":  # a missing extra (math-verify) before any data is read
+            self._ensure_grader()
         wanted = {**self.spec.splits.sizes(), **(sizes or {})}
         split_seed = self.spec.splits.seed if seed is None else seed
         source = str(data) if data is not None else self.name

@@ -87,6 +87,7 @@ def eval_cmd(
     }
     if json_out:
         typer.echo(json.dumps(summary, indent=2))
+        _exit_if_errored(summary)
         return
     lo, hi = summary["ci95"]
     typer.echo(
@@ -101,6 +102,23 @@ def eval_cmd(
         f"{summary['gate_fallbacks']}"
     )
     typer.echo(f"per-task results: {outcome.out}")
+    _exit_if_errored(summary)
+
+
+# exit code of an evaluation that finished with tasks that errored (README: exit codes)
+TASKS_ERRORED = 3
+
+
+def _exit_if_errored(summary: dict[str, Any]) -> None:
+    """Exit 3 when a rollout errored (an LLM request or the grader failed): its 0 is no grade."""
+    errors = int(summary["errors"])
+    if errors:
+        typer.echo(
+            f"moscopt: {errors} of {summary['rollouts']} rollouts errored "
+            f"(their 'error' is in {summary['results']}); exit code {TASKS_ERRORED}",
+            err=True,
+        )
+        raise typer.Exit(TASKS_ERRORED)
 
 
 class _Bar:

@@ -10,7 +10,12 @@ from __future__ import annotations
 from moscopt.benchmarks.spec import BenchmarkSpec
 from moscopt.benchmarks.tasks import GradeFn
 
-__all__ = ["GradeFn", "make_grader"]
+__all__ = ["INLINE_GRADERS", "GradeFn", "make_grader"]
+
+# Graders that take microseconds (string and number matching): the agent calls them on the
+# event loop, where a hop to a worker thread would cost more than the grading. The others
+# (math-verify, unit tests, IFEval rules, custom code) run off the loop.
+INLINE_GRADERS = frozenset({"exact", "numeric", "choice"})
 
 
 def make_grader(spec: BenchmarkSpec, *, allow_unsandboxed: bool = False) -> GradeFn:
@@ -20,8 +25,9 @@ def make_grader(spec: BenchmarkSpec, *, allow_unsandboxed: bool = False) -> Grad
     where nothing isolates reads (`moscopt.tools.sandbox.isolation_available`)."""
     kind = spec.grader
     if kind == "math":
-        from moscopt.benchmarks.graders.math import grade_math
+        from moscopt.benchmarks.graders.math import grade_math, require_math_verify
 
+        require_math_verify()
         return grade_math
     if kind == "numeric":
         from moscopt.benchmarks.graders.exact import grade_numeric

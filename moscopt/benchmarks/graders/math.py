@@ -21,6 +21,26 @@ TIMEOUT_SECONDS = 5
 T = TypeVar("T")
 
 
+INSTALL_HINT = "pip install 'moscopt[math]'"
+
+
+def require_math_verify() -> None:
+    """A `UserError` with the install hint when math-verify cannot be imported (a bare install).
+
+    Checked before a benchmark graded by math-verify reads its data: without it every answer
+    not equal to the gold character for character would be an error, not a grade."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("math_verify") is not None
+    except (ImportError, ValueError):  # a broken or half-removed package
+        found = False
+    if not found:
+        from moscopt.errors import UserError
+
+        raise UserError(f"grading math needs math-verify, which is not installed: {INSTALL_HINT}")
+
+
 def grade_math(task: Task, response: str) -> Grade:
     answer = extract_answer(response)
     if answer is None:
