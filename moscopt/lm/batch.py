@@ -37,16 +37,16 @@ from typing import Any
 
 from moscopt.config import LLMConfig
 from moscopt.lm.base import LMRequest
+from moscopt.lm.batch_lines import ENDPOINT, batch_cost, input_file, output_bodies
 from moscopt.lm.batch_store import BatchRecord, BatchStore
 from moscopt.lm.litellm_env import alitellm, preload
 from moscopt.lm.retry import Fault
 from moscopt.lm.transport import DIRECT_PROVIDERS, Transport
-from moscopt.lm.wire import NotAnAnswer, RawAnswer, chat_body, dumps, loads, raw_answer
+from moscopt.lm.wire import NotAnAnswer, RawAnswer, raw_answer
 
 QUIET = 0.2  # seconds without a new request that close a wave
 POLL_FAILURES = 5  # consecutive failed polls of one batch before its requests fail
 BATCH_PROVIDERS = frozenset({"openai"})  # what litellm's SDK can create batches for
-ENDPOINT = "/v1/chat/completions"
 
 _CAN_WAIT: contextvars.ContextVar[bool] = contextvars.ContextVar("moscopt_can_wait", default=False)
 
@@ -270,12 +270,7 @@ class BatchTransport:
         self._collect(wave, record, resumed=False)
 
     async def _submit(self, requests: list[LMRequest]) -> BatchRecord:
-        lines = [
-            dumps({"custom_id": r.key(), "method": "POST", "url": ENDPOINT,
-                   "body": chat_body(r, self._wire_model)})
-            for r in requests
-        ]  # fmt: skip
-        data = b"\n".join(lines) + b"\n"
+        data = input_file(requests, self._wire_model)
         upload = await self._call("acreate_file", file=("batch.jsonl", data), purpose="batch")
         batch = await self._call(
             "acreate_batch",
@@ -367,20 +362,8 @@ class BatchTransport:
 
     def _remember(self, batch_id: str, data: bytes | None) -> None:
         """Index the answered lines of a downloaded output file by custom id."""
-        for raw in (data or b"").splitlines():
-            try:
-                line = loads(raw)
-            except ValueError:
-                continue
-            response = line.get("response") if isinstance(line, dict) else None
-            custom_id = line.get("custom_id") if isinstance(line, dict) else None
-            if (
-                isinstance(response, dict)
-                and response.get("status_code") == 200
-                and isinstance(custom_id, str)
-                and isinstance(response.get("body"), dict)
-            ):
-                self._answers[custom_id] = (batch_id, response["body"])
+        for custom_id, body in output_bodies(data or b"").items():
+            self._answers[custom_id] = (batch_id, body)
 
     async def _answer(self, batch_id: str, body: dict[str, Any]) -> RawAnswer:
         try:
@@ -401,23 +384,6 @@ class BatchTransport:
             deployment=raw.deployment,
             tool_calls=raw.tool_calls,
         )
-
-
-async def batch_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """USD at the provider's batch price (litellm's price map: `*_cost_per_token_batches`);
-    None when the map has no batch price for `model` (then it is priced as any call)."""
-    from moscopt.lm.pricing import load_price_map
-
-    table = await asyncio.wrap_future(load_price_map(background=True))
-    name = model.partition("/")[2]
-    for key in (model, name):
-        entry = table.get(key)
-        if isinstance(entry, dict):
-            pin = entry.get("input_cost_per_token_batches")
-            pout = entry.get("output_cost_per_token_batches")
-            if isinstance(pin, int | float) and isinstance(pout, int | float):
-                return prompt_tokens * float(pin) + completion_tokens * float(pout)
-    return None
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
