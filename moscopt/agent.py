@@ -29,6 +29,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from moscopt.benchmarks.graders import INLINE_GRADERS
 from moscopt.gating import Activation, FixedSkills, Router
 from moscopt.harness import Reselect, Rollout, Usage, full_text, progress_text, run_agent
 from moscopt.lm.base import LM, Message
@@ -207,7 +208,10 @@ class SkillAgent:
             memory=memory,
             toolbox=await self.toolbox(task) if self.tools else None,
         )
-        grade = await asyncio.to_thread(self.benchmark.grade, task, response)
+        if getattr(getattr(self.benchmark, "spec", None), "grader", None) in INLINE_GRADERS:
+            grade = self.benchmark.grade(task, response)
+        else:
+            grade = await asyncio.to_thread(self.benchmark.grade, task, response)
         return Rollout(
             task_id=task.id,
             skills=activation.skills,

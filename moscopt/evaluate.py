@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from moscopt.callable_module import make_callable
-from moscopt.fsio import atomic_writer, make_dirs, scrub, storage
+from moscopt.fsio import atomic_writer, make_dirs, storage
 from moscopt.gating import GATE_ERROR, PARSE_FAILURES
 from moscopt.harness import Rollout
+from moscopt.lm.redact import MASK, env_secrets
 from moscopt.stats import mean_ci, repeats_half_width
 
 if TYPE_CHECKING:
@@ -170,9 +171,15 @@ class RowSpool:
             self._file: IO[bytes] = tempfile.TemporaryFile(dir=out.parent)  # noqa: SIM115 (closed by close)
         self._where: dict[int, tuple[int, int]] = {}  # row index -> (offset, length)
         self._end = 0
+        # `fsio.scrub`'s secrets, read from the environment once, not once per row
+        self._secrets = env_secrets()
 
     def add(self, index: int, row: dict[str, Any]) -> None:
-        data = (scrub(json.dumps(row, ensure_ascii=False, sort_keys=True)) + "\n").encode()
+        text = json.dumps(row, ensure_ascii=False, sort_keys=True)
+        for value in self._secrets:
+            if value in text:
+                text = text.replace(value, MASK)
+        data = (text + "\n").encode()
         with storage(self.out):
             self._file.seek(self._end)
             self._file.write(data)

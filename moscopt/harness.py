@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from moscopt.lm.base import LM, Message
@@ -134,11 +134,19 @@ class Rollout:
         return tuple(dict.fromkeys(name for sel in self.selections for name in sel))
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        if self.extra:  # nested values (a memory trace): as `dataclasses.asdict` renders them
+            data = asdict(self)
+        else:  # the same dict without asdict's deep copy (a result row per task)
+            data = {name: getattr(self, name) for name in _ROLLOUT_FIELDS}
+            data["messages"] = [dict(m) for m in self.messages]
+            data["extra"] = {}
         data["skills"] = list(self.skills)
         data["selections"] = [list(sel) for sel in self.selections]
         data["sources"] = list(self.sources)
         return data
+
+
+_ROLLOUT_FIELDS = tuple(f.name for f in fields(Rollout))
 
 
 def minibatch_scores(rollouts: Sequence[Rollout]) -> tuple[float, float]:
