@@ -165,3 +165,16 @@ def test_paired_bound_and_the_pilots_measures() -> None:
     assert quiet["validation"].bound == parts["validation"].bound  # measures never move it
     assert quiet["validation"].agent == 10 + 2 * 1 * 0.5 * 1.9 * 10
     assert quiet["reflect/propose"].optimizer == 2 * (1 + 1)
+
+
+def test_overlap_off_lengthens_the_critical_path_not_the_count() -> None:
+    on, off = shape(evolution_epochs=1), shape(evolution_epochs=1, overlap=False)
+    a, b = count(on, worst_case(on)), count(off, worst_case(off))
+    assert [p.calls for p in a] == [p.calls for p in b] and [p.bound for p in a] == [
+        p.bound for p in b
+    ]
+    waves = {p.part: (x.optimizer_waves, p.optimizer_waves) for x, p in zip(a, b, strict=True)}
+    # two targets a step: their reflect + merge + propose one after the other, not at once
+    assert waves["reflect/propose"] == (2 * 3, 2 * 3 * 2)
+    assert waves["start, offspring, validation"] == (1, 2)  # mutation and crossover in turn
+    assert waves["condensation"][1] > waves["condensation"][0]

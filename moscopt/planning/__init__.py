@@ -168,6 +168,7 @@ def shape_of(config: Config, bench: Benchmark, splits: Splits, pool: Pool) -> Sh
         concurrency=config.llm.concurrency,
         external_agent=bool(config.agent.command),
         aggregate_calls=1 if halting.enabled and halting.aggregator == "llm" else 0,
+        overlap=opt.overlap,
     )
 
 

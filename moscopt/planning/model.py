@@ -63,6 +63,7 @@ class Shape:
     concurrency: int
     external_agent: bool = False
     aggregate_calls: int = 0  # 1: an LLM aggregator ends each rollout (memory.halting)
+    overlap: bool = True  # optimizer.overlap: independent optimizer calls asked at once
 
     @property
     def rollout_calls(self) -> int:
@@ -165,8 +166,9 @@ def count(shape: Shape, m: Measures) -> list[Part]:
     extra_gate = 0 if s.interleave or not s.llm_gate else min(S, s.gate_edit_steps)
     prop.optimizer = E * (S * (budget + t * per_target) + extra_gate * 2)
     prop.bound = E * (S * (budget + t_max * (reflect_max + 1)) + extra_gate * 2)
-    # every target of a minibatch is reflected on and proposed for at once
-    prop.optimizer_waves = E * S * (budget + (depth + 1 if t > 0 else 0))
+    # every target of a minibatch is reflected on and proposed for at once (optimizer.overlap)
+    in_turn = 1.0 if s.overlap else t
+    prop.optimizer_waves = E * S * (budget + (depth + 1) * in_turn if t > 0 else budget)
 
     val = Part("skills", "validation")
     decisions = S * t * m.applied if s.interleave else S * min(1.0, t * m.applied)
@@ -207,7 +209,7 @@ def count(shape: Shape, m: Measures) -> list[Part]:
         drafts = 2 * jobs * ATTEMPTS + ATTEMPTS + s.fresh_skills * ATTEMPTS
         evo.bound += cycles * (drafts + decision_bound)
         # offspring concurrently, then backups, the forced mutation and fresh skills
-        evo.optimizer_waves = cycles * (1.0 if jobs else 0.0)
+        evo.optimizer_waves = cycles * (min(1, jobs) if s.overlap else jobs)
         evo.agent_waves = cycles * (decision_waves if jobs else 0.0)
         evo.notes.append("diversity repairs (forced mutation, fresh skills): in the bound only")
 
@@ -219,5 +221,7 @@ def count(shape: Shape, m: Measures) -> list[Part]:
         mem.optimizer = E * (low + min(float(s.n), edited)) / 2  # distinct targets per epoch
         mem.bound = E * min(s.n + 1, most)
         mem.optimizer_waves = E * (1.0 if t > 0 else 0.0)  # every target at once
+        if not s.overlap:
+            mem.optimizer_waves = mem.optimizer
         mem.notes.append("one call per target edited in the epoch, all at once")
     return [roll, prop, val, gate, evo, mem]
