@@ -24,6 +24,7 @@ from moscopt.lm.base import Completion, LMRequest, Message, ToolRequest, Usage, 
 from moscopt.lm.batch import waits_in_batch
 from moscopt.lm.budget import Budget, LMStats, Reservation
 from moscopt.lm.cache import ResponseCache
+from moscopt.lm.endpoint import make_transport
 from moscopt.lm.errors import LMError, LMOutputError
 from moscopt.lm.legacy import legacy_key
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
@@ -43,7 +44,7 @@ class LiteLLMClient:
     `stats` holds this client's totals; `budget` may be shared with other clients of the run.
     `events`, if given, receives one dict per call (model, purpose, sample, tokens, cached
     tokens, cost, saving, latency, cache_hit, retries, ok, error, deployment): never messages,
-    keys or headers. `transport` defaults to the one `moscopt.lm.factory.make_transport` picks.
+    keys or headers. `transport` defaults to the one `moscopt.lm.endpoint.make_transport` picks.
     """
 
     def __init__(
@@ -72,8 +73,6 @@ class LiteLLMClient:
         self.stats = LMStats()
         self.retry = RetryPolicy(self.llm.max_retries, self.llm.backoff_base, self.llm.backoff_max)
         if transport is None:
-            from moscopt.lm.factory import make_transport
-
             transport = make_transport(model, api_base, self.llm, api_key=api_key)
         self.transport = transport
         self._pricing = Pricing()

@@ -7,44 +7,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from moscopt.config import Config, LLMConfig
+from moscopt.config import Config
 from moscopt.lm.budget import Budget
 from moscopt.lm.cache import ResponseCache, shared_cache_dir
 from moscopt.lm.client import EventSink, LiteLLMClient
+from moscopt.lm.endpoint import make_transport
 from moscopt.lm.errors import LMSetupError
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.local import check_installed
-from moscopt.lm.transport import DIRECT_PROVIDERS, Transport, uses_direct_transport
+from moscopt.lm.transport import DIRECT_PROVIDERS, Transport
 
 if TYPE_CHECKING:
     from moscopt.rundir import EventLog
 
 Role = Literal["agent", "optimizer"]
-
-
-def make_transport(
-    model: str, api_base: str | None, llm: LLMConfig, *, api_key: str | None = None
-) -> Transport:
-    """The transport for one endpoint: the embedded model in process, an OpenAI-compatible
-    `api_base` over plain HTTP (unless `llm.transport` is `litellm`), else litellm."""
-    if model.partition("/")[0] == LOCAL_PROVIDER:
-        from moscopt.lm.local import LocalTransport
-
-        return LocalTransport(threads=llm.threads)
-    if llm.transport == "auto" and uses_direct_transport(model, api_base):
-        from moscopt.lm.transport import HTTPTransport
-
-        assert api_base is not None
-        return HTTPTransport(
-            model,
-            api_base,
-            timeout=llm.timeout,
-            max_connections=llm.concurrency,
-            api_key=api_key,
-        )
-    from moscopt.lm.litellm_transport import LiteLLMTransport
-
-    return LiteLLMTransport(model, api_base=api_base, timeout=llm.timeout, api_key=api_key)
 
 
 def build_lm(
