@@ -51,7 +51,7 @@ async def _measure(lm: object, skills: list, constrained: bool, samples: int) ->
                 counts["unusable proposals"] += 1
                 counts["reason: " + str(e)[:40]] += 0
                 continue
-            result = adam.apply(skill, proposal, 3)
+            result = adam.apply(skill, proposal, 3).result
             counts["proposals"] += 1
             for outcome in result.outcomes:
                 counts["ops"] += 1
