@@ -33,7 +33,7 @@ from moscopt.lm.base import LM
 from moscopt.lm.errors import LMFatalError, LMOutputError, LMRequestError
 from moscopt.policies.evolution_selection import EvolutionSelection
 from moscopt.prompting import render
-from moscopt.similarity import mean_pairwise_similarity
+from moscopt.similarity import mean_pairwise_similarity, threshold_for
 from moscopt.skills import Pool, Skill, clean_description, slugify
 from moscopt.state import RunState
 
@@ -300,8 +300,11 @@ async def restore_diversity(
     cfg = config.evolution
     bodies = [x.body for x in pool]
     sim, method = await asyncio.to_thread(mean_pairwise_similarity, bodies, cfg.embedding_model)
-    notes: Notes = [{"kind": "diversity", "similarity": round(sim, 4), "method": method}]
-    if sim <= cfg.diversity_threshold or len(pool) < 2:
+    limit = threshold_for(method, cfg.diversity_threshold)  # difflib ratios run lower
+    notes: Notes = [
+        {"kind": "diversity", "similarity": round(sim, 4), "method": method, "threshold": limit}
+    ]
+    if sim <= limit or len(pool) < 2:
         return pool, notes
     pairs = await asyncio.to_thread(similar_pairs, pool)
     victim = select.forced_mutation_victim(pairs, pool.names, cycle.born)
