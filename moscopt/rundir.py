@@ -52,6 +52,7 @@ class RunDir:
         self.path = Path(path)
         self._events: EventLog | None = None
         self._lock_fd: int | None = None
+        self._dumped: str | None = None  # digest of the pool this object last wrote to skills/
 
     # -- layout ----------------------------------------------------------------------------------
 
@@ -208,8 +209,9 @@ class RunDir:
                 state.pool_digest = digest
         state.events_bytes = self.events_path.stat().st_size if self.events_path.exists() else 0
         atomic_write_json(self.state_path, state.model_dump(mode="json"))
-        if pool is not None:
+        if pool is not None and digest != self._dumped:  # skills/ already holds this pool
             pool.dump(self.skills_dir, prune=True)
+            self._dumped = digest
 
     def rewind_events(self, state: RunState) -> int:
         """Drop events logged after the last save (work that a resumed run redoes); bytes cut.
