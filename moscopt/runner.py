@@ -32,7 +32,7 @@ from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 
 if TYPE_CHECKING:
-    from moscopt.benchmarks import Benchmark, Splits
+    from moscopt.benchmarks import Benchmark, Splits, Task
     from moscopt.evaluate import EvalResult
     from moscopt.gating import GateStats
     from moscopt.harness import Rollout
@@ -271,8 +271,11 @@ def evaluate(
     default_bench = state.benchmark if state else None
     if deployment is not None:
         default_bench = default_bench or deployment.manifest.benchmark
-    bench, splits = resolve_benchmark(config, benchmark or default_bench)
-    tasks = splits[split]
+    if split == "all":  # every row of the data, not the union of the three splits
+        bench, tasks = _every_task(config, benchmark or default_bench)
+    else:
+        bench, splits = resolve_benchmark(config, benchmark or default_bench)
+        tasks = splits[split]
     if not tasks:
         raise UserError(f"the {split} split of '{bench.name}' is empty", field="split")
     pool: Pool | None = None
@@ -326,6 +329,17 @@ def evaluate(
                 )
             )
     return EvalOutcome(result, bench.name, split, mode, out)
+
+
+def _every_task(config: Config, name: str | None) -> tuple[Benchmark, list[Task]]:
+    from moscopt.benchmarks import get_benchmark
+
+    name = name or config.benchmark
+    if not name:
+        raise UserError("no benchmark: pass --benchmark NAME (see `moscopt benchmarks`)")
+    bench = get_benchmark(name)
+    bench.allow_unsandboxed = config.agent.allow_unsandboxed
+    return bench, bench.load_every(data=config.data.path, limit=config.data.limit)
 
 
 def _positive(text: str) -> int:

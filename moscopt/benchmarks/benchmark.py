@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,8 @@ from moscopt.benchmarks.tasks import Grade, Splits, Task
 if TYPE_CHECKING:
     from moscopt.benchmarks.graders import GradeFn
     from moscopt.config import DataConfig
+
+log = logging.getLogger(__name__)
 
 
 class Benchmark:
@@ -71,11 +74,28 @@ class Benchmark:
             from moscopt.benchmarks.records import load_splits
 
             splits = load_splits(self.spec, data, wanted, split_seed, source=source, limit=limit)
-            self._ensure_grader()  # a broken custom grader is reported before any run
-            return splits
-        tasks = self.tasks(data=data, count=sum(wanted.values()))
+        else:
+            tasks = self.tasks(data=data, count=sum(wanted.values()))
+            splits = split_tasks(tasks, wanted, split_seed, source=source, limit=limit)
         self._ensure_grader()  # a broken custom grader is reported before any run
-        return split_tasks(tasks, wanted, split_seed, source=source, limit=limit)
+        if splits.note:  # a small data file: say so, never shrink the splits silently
+            log.warning("moscopt: %s: %s", self.name, splits.note)
+        return splits
+
+    def load_every(self, *, data: str | Path | None = None, limit: int | None = None) -> list[Task]:
+        """Every task of the data, not only the splits' (`eval --split all`): every row (a
+        generated benchmark: the spec's split sizes summed), in the splits' seeded order, the
+        first `limit`. Data is found as by `load`."""
+        from moscopt.benchmarks.splits import split_tasks
+
+        if self.spec.grader != "custom":  # a missing extra before any data is read
+            self._ensure_grader()
+        tasks = self.tasks(data=data, count=sum(self.spec.splits.sizes().values()))
+        source = str(data) if data is not None else self.name
+        sizes = {"test": len(tasks)}  # one split holding every task (duplicate ids refused)
+        chosen = split_tasks(tasks, sizes, self.spec.splits.seed, source=source, limit=limit).test
+        self._ensure_grader()  # a broken custom grader is reported before any run
+        return chosen
 
     def runs_code(self) -> bool:
         """Whether grading runs model-written code (in the sandbox)."""

@@ -73,5 +73,10 @@ def _fit(wanted: dict[str, int], n: int) -> tuple[dict[str, int], str]:
         if wanted[name] > 0:
             scaled[name] += 1
             rest -= 1
-    note = f"split sizes scaled down to {scaled}: the data has only {n} tasks (asked {wanted})"
+    asked = "/".join(str(wanted[name]) for name in SPLIT_NAMES)
+    got = "/".join(str(scaled[name]) for name in SPLIT_NAMES)
+    note = (
+        f"split sizes scaled down: the data has only {n} tasks for train/val/test {asked}, "
+        f"so they are {got} (every row: eval --split all)"
+    )
     return scaled, note
