@@ -48,14 +48,14 @@ async def _measure(lm: object, skills: list, constrained: bool, samples: int) ->
                     skill, state, analysis=ANALYSIS, scores="validation 0.40", max_edits=3
                 )
             except ProposalError as e:
-                counts["unusable proposals"] += 1
-                counts["reason: " + str(e)[:40]] += 0
+                counts[f"unusable proposal: {str(e)[:40]}"] += 1
                 continue
-            result = adam.apply(skill, proposal, 3).result
+            result = adam.apply(skill, proposal, 3).applied
             counts["proposals"] += 1
             for outcome in result.outcomes:
                 counts["ops"] += 1
-                counts[outcome.status] += 1
+                applied = outcome.status == "applied"
+                counts["applied" if applied else f"{outcome.status}: {outcome.reason[:28]}"] += 1
     return dict(counts)
 
 
