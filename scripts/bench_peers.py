@@ -16,7 +16,8 @@ The server answers in a form all three parse (DSPy's field markers around `FINAL
 so nobody makes extra calls. For each run: `eval` is the span from the first request's arrival
 to the last answer, as the server saw it; `process` is the child's wall time from spawn to exit
 (imports, set-up, teardown included), split into `start` (spawn to the first request) and `end`
-(the last answer to the exit). `eval` and `process` are divided by the ideal,
+(the last answer to the exit); `cpu` is the child's user + system CPU (steadier than wall time
+on a loaded machine). `eval` and `process` are divided by the ideal,
 ceil(tasks / concurrency) x latency: the time the calls would take if nothing else cost anything.
 
 CPU per call: moscopt's own CPU (user + system of its process) for `--cpu-tasks` tasks at
@@ -221,7 +222,7 @@ def compare(server: Server, args: argparse.Namespace, work: Path, env: dict[str,
     print(
         f"{'peer':8} {'conc':>4} {'ideal s':>8} {'eval s':>7} {'eval/ideal':>10} "
         f"{'process s':>9} {'process/ideal':>13} {'over ideal s':>12} {'start s':>7} "
-        f"{'end s':>6} {'calls':>6} {'score':>5}"
+        f"{'end s':>6} {'cpu s':>6} {'calls':>6} {'score':>5}"
     )
     for c in args.concurrency:
         ideal = math.ceil(args.tasks / c) * args.latency
@@ -237,7 +238,7 @@ def compare(server: Server, args: argparse.Namespace, work: Path, env: dict[str,
             print(
                 f"{peer:8} {c:4d} {ideal:8.2f} {span:7.2f} {span / ideal:10.2f} "
                 f"{run.wall:9.2f} {run.wall / ideal:13.2f} {run.wall - ideal:12.2f} "
-                f"{start:7.2f} {end:6.2f} {s['requests']:6d} {score:5.2f}"
+                f"{start:7.2f} {end:6.2f} {run.cpu:6.2f} {s['requests']:6d} {score:5.2f}"
             )
 
 
