@@ -65,8 +65,17 @@ def test_resume_accepts_the_same_data_file_given_as_a_relative_path(project: Pat
     assert "already finished" in again.output and "data.path" not in again.output
 
 
-def test_a_bad_split_is_refused_before_any_data_is_read(project: Path) -> None:
+def test_a_bad_split_is_refused_before_any_data_is_read(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # gsm8k has no local data here: reading it would go to the hub (and retry)
+    from moscopt.benchmarks import Benchmark
+
+    def no_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the data was read before the split was checked")
+
+    monkeypatch.setattr(Benchmark, "load", no_reading)
+    monkeypatch.setattr(Benchmark, "load_every", no_reading)
     result = runner.invoke(
         app, ["eval", "--benchmark", "gsm8k", "--mode", "none", "--split", "dev"]
     )
