@@ -17,7 +17,8 @@ sorted by start (each call's chain is one more than the longest chain among the 
 ended before it began). It counts the sequential waves of LLM calls the run made:
 with the server never saturated (concurrency 16), a wave that could have overlapped another
 but did not lengthens it. `training` is the span of the ledger from `train_start` to the last
-event; `idle` the part of it with no call in flight (our own work between waves); `process` is
+event; `idle` the part of it with no call in flight (our own work between waves); `call ms` the
+mean latency of a call as the LM layer measured it (the server's latency plus HTTP); `process` is
 the child's wall time (imports and set-up included). The target:
 training / (critical path x latency) <= 1.3.
 """
@@ -97,6 +98,7 @@ def train(url: str, root: Path, run: str, overlap: bool, epochs: int) -> dict[st
         "training": stamp(events[-1]["t"]) - first,
         "idle": idle(spans, first) + max(0.0, stamp(events[-1]["t"]) - max(e for _, e in spans)),
         "process": process,
+        "call": sum(e["latency"] for e in calls) / max(1, len(calls)),
         "pool": json.loads((root / run / "state.json").read_text()).get("pool_digest"),
     }
 
@@ -130,19 +132,20 @@ def main() -> None:
                     pools.add(r["pool"])
                     ideal = waves * a.latency
                     rows.append(
-                        (overlap, r["calls"], waves, r["training"], r["idle"], r["process"], ideal)
-                    )
+                        (overlap, r["calls"], waves, r["training"], r["idle"], r["call"],
+                         r["process"], ideal)
+                    )  # fmt: skip
     finally:
         server.stdin.close()
         server.wait(timeout=10)
     print(f"latency {a.latency * 1000:.0f} ms, {a.epochs} epochs; load average "
           f"{os.getloadavg()[0]:.2f}")  # fmt: skip
-    head = ("overlap", "calls", "waves", "training s", "idle s", "process s", "ideal s",
+    head = ("overlap", "calls", "waves", "training s", "idle s", "call ms", "process s", "ideal s",
             "training/ideal", "process/ideal")  # fmt: skip
     print("  ".join(f"{h:>14}" for h in head))
-    for overlap, calls, waves, training, spare, process, ideal in rows:
+    for overlap, calls, waves, training, spare, call, process, ideal in rows:
         cells = (str(overlap), str(calls), str(waves), f"{training:.2f}", f"{spare:.2f}",
-                 f"{process:.2f}",
+                 f"{call * 1000:.0f}", f"{process:.2f}",
                  f"{ideal:.2f}", f"{training / ideal:.2f}", f"{process / ideal:.2f}")  # fmt: skip
         print("  ".join(f"{c:>14}" for c in cells))
     off = [w for o, _, w, *_ in rows if not o]
