@@ -298,7 +298,8 @@ async def measure(args: argparse.Namespace) -> None:
             for i, p in enumerate(POLICIES)
         ]
         print_rows(mean, f"mean over seeds {args.seeds}")
-    gaps = [rows[0].accuracy - rows[3].accuracy for rows in per_seed]
+    # accuracies are counts over the same test split: round away float noise (6/120 is 5.0)
+    gaps = [round(rows[0].accuracy - rows[3].accuracy, 9) for rows in per_seed]
     ks = [rows[3].k for rows in per_seed]
     calls = max(rows[3].calls for rows in per_seed)
     ms = max(rows[3].ms for rows in per_seed)
@@ -331,6 +332,9 @@ def main() -> None:
     for name in ("feature_dim", "reference_dim", "k_max"):
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None)
     parser.add_argument("--credit", choices=("contrast", "relative"), default=None)
+    parser.add_argument(
+        "--replay", type=lambda v: v == "on", default=None, help="on|off: refit on the buffer"
+    )
     parser.add_argument(
         "--torch-threads", type=int, default=0, help="torch intra-op threads (0: torch's choice)"
     )

@@ -56,6 +56,9 @@ class RouterConfig(Section):
     # contrast: a skill's success rate near the task when active minus when not; relative: the
     # paper's, minus the mean of the skills active with it
     credit: Literal["contrast", "relative"] = "contrast"
+    # after each minibatch, refit the heads from zero on the whole buffer of rollouts (each
+    # credit re-estimated on all the evidence); false: one step on the new minibatch only
+    replay: bool = True
     # a sentence-transformers model (the offline MiniLM by default) or "hashing" (no model)
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     shortlist: int = Field(4, ge=1, description="hybrid: skills the LLM gate chooses K from")

@@ -53,6 +53,7 @@ def hyper_of(cfg: RouterConfig) -> Hyper:
         exploration=cfg.exploration,
         feature_dim=cfg.feature_dim,
         credit=cfg.credit,
+        replay=cfg.replay,
     )
 
 

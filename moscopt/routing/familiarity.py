@@ -12,8 +12,16 @@ leave room (N · r ≤ q). With the defaults (q = 12, r = 8) no two blocks fit: 
 targets orthogonal needs q ≥ N · r, and more feature directions cost held-out accuracy
 (`scripts/bench_router.py --feature-dim 64` shows it; see `moscopt.routing.projection`).
 
-Training, after each minibatch: one SGD step per (rollout, active skill) in a fixed order, in
-float32 (saved state continues bit for bit). Advantage A: a skill active alone gets 2R - 1
+Training, after each minibatch (`replay`, the default): the predictors restart from zero and
+take one SGD step per (buffered rollout, active skill), oldest first, each advantage estimated
+against the whole buffer as it is now, in float32 (saved state continues bit for bit). So a
+credit given on little evidence is revised when the evidence grows: early on, a skill that
+rode along in a successful pair with the task's specialist looks as good as the specialist
+(nothing shows it fails alone yet) and its head is pulled toward the task's family; once the
+buffer holds its failures there, the refit no longer pulls it (`scripts/bench_router.py`: the
+seed that missed the oracle by 10 points misses by 4; see its docstring). The heads then
+reflect the last `buffer` rollouts. Without `replay`, one step per rollout of the new
+minibatch only, on the heads as they are. Advantage A: a skill active alone gets 2R - 1
 (positive when it succeeds). In a set, the K skills share one reward, so each skill's part is
 estimated from the buffered rollouts, weighted by the similarity of their task to this one
 (max(0, cos)²), and `credit` says how:
@@ -71,6 +79,7 @@ class Hyper:
     buffer: int = 512
     failure_push: float = 0.5
     credit: Literal["contrast", "relative"] = "contrast"
+    replay: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -255,8 +264,9 @@ class FamiliarityModel:
 
     def learn(self, batch: Sequence[Observation], vectors: Mapping[str, Array]) -> LearnStats:
         """Learn from one minibatch of rollouts: counts, buffer, then one step per (rollout,
-        active skill). `vectors` maps task keys (of the batch and the buffer) to embeddings;
-        a rollout whose key it lacks only counts."""
+        active skill) of the buffer (`replay`) or of the batch. `vectors` maps task keys (of
+        the batch and the buffer) to embeddings; a rollout whose key it lacks only counts.
+        The statistics returned are the batch's steps."""
         stats = LearnStats()
         known = set(self.names)
         for ob in batch:
@@ -271,17 +281,23 @@ class FamiliarityModel:
         zs = np.stack([self.features(vectors[ob.key]) for ob in past])
         rewards = np.array([ob.reward for ob in past], np.float32)
         members = {n: np.array([n in ob.skills for ob in past]) for n in self.names}
-        for ob in batch:
+        steps, first_new = list(batch), 0
+        if self.hyper.replay:  # refit from zero on the buffer; the batch is its tail
+            self.weight = np.zeros_like(self.weight)
+            steps, first_new = self.buffer, len(self.buffer) - len(batch)
+        replayed = LearnStats()  # the buffer's older rollouts: not this minibatch's statistics
+        for j, ob in enumerate(steps):
             active = [n for n in dict.fromkeys(ob.skills) if n in known]
             if not active or ob.key not in vectors:
                 continue
             z = self.features(vectors[ob.key])
             weights = np.square(np.maximum(zs @ z, np.float32(0.0)))
+            into = stats if j >= first_new else replayed
             for name, a in zip(
                 active, self.advantages(ob, active, weights, rewards, members), strict=True
             ):
-                stats.advantages.append(a)
-                self._step(self.names.index(name), z, a, stats)
+                into.advantages.append(a)
+                self._step(self.names.index(name), z, a, into)
         return stats
 
     def advantages(

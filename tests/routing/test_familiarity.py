@@ -67,8 +67,9 @@ def train(
     reward: Callable[[str, Sequence[str]], bool] = solves,
     batch: int = 4,
 ) -> list[tuple[str, ...]]:
-    """Route each minibatch with exploration, then learn from it; the sets chosen."""
-    vec = vectors(texts)
+    """Route each minibatch with exploration, then learn from it; the sets chosen. The
+    learner gets the vectors of every task (the buffer's too, as the engine gives them)."""
+    vec = vectors([t for family in FAMILIES.values() for t in family])
     chosen = []
     for i in range(0, len(texts), batch):
         obs = []
