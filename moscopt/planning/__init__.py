@@ -122,6 +122,7 @@ class Plan:
 def shape_of(config: Config, bench: Benchmark, splits: Splits, pool: Pool) -> Shape:
     """The run's shape, as the trainer will see it (`engine.skills_phase.batches` and friends)."""
     from moscopt.agent import agent_tools
+    from moscopt.assembly import uses_llm_gate
 
     opt, gating, evo = config.optimizer, config.gating, config.evolution
     n, k = len(pool), config.pool.k
@@ -136,7 +137,6 @@ def shape_of(config: Config, bench: Benchmark, splits: Splits, pool: Pool) -> Sh
     single = n == 1 and k == 1
     routed = gating.policy in ("llm", "hybrid") and k < n and pool.gate is not None and not single
     selections = steps if gating.granularity == "step" else 1
-    llm_gate = gating.policy == "llm" and k < n and pool.gate is not None
     cycles = 0
     if evo.enabled and not single:
         cycles = sum((e + 1) % evo.every == 0 for e in range(config.training.epochs))
@@ -150,7 +150,7 @@ def shape_of(config: Config, bench: Benchmark, splits: Splits, pool: Pool) -> Sh
         val=max(1, math.ceil(opt.p_val * len(splits.val))),
         steps=steps,
         gate_calls=selections if routed else 0,
-        llm_gate=llm_gate,
+        llm_gate=uses_llm_gate(config, pool),
         interleave=config.training.interleave,
         gate_edit_steps=gating.edit_steps,
         max_targets=opt.max_targets or k,
