@@ -303,9 +303,9 @@ def draw_lines(
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylim(-0.05, 1.05)  # a line at 0 or 1 stays visible
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best", ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # never over a line
     fig.tight_layout()
     return _png(fig)
 
