@@ -319,6 +319,12 @@ async def measure(args: argparse.Namespace) -> None:
         f"mean K {statistics.fmean(ks):.2f} mean, {max(ks):.2f} worst (<= 1.5); "
         f"{sum(g <= 0.05 for g in gaps)}/{len(gaps)} seeds within 5 points"
     )
+    hybrid = statistics.fmean(rows[4].tokens for rows in per_seed)
+    llm = statistics.fmean(rows[1].tokens for rows in per_seed)
+    print(
+        f"hybrid: {hybrid:.1f} routing tokens/task against the llm gate's {llm:.1f} "
+        f"({'fewer' if hybrid < llm else 'NOT fewer'}: its gate reads the shortlist only)"
+    )
 
 
 def main() -> None:
