@@ -102,18 +102,9 @@ class Benchmark:
         return self.spec.grader == "code"
 
     def load_config(self, config: DataConfig) -> Splits:
-        """`load` with the `data` section of a moscopt config.
-
-        `split_sizes` / `split_seed` are read when the config defines them (a mapping of split
-        name to size, and an int), so that adding them to `DataConfig` needs no change here.
-        """
-        sizes = getattr(config, "split_sizes", None)
-        return self.load(
-            data=config.path,
-            limit=config.limit,
-            sizes={str(k): int(v) for k, v in sizes.items()} if sizes else None,
-            seed=getattr(config, "split_seed", None),
-        )
+        """`load` with the `data` section of a moscopt config (path, limit, split sizes, seed)."""
+        sizes = {str(k): v for k, v in config.split_sizes.items()} if config.split_sizes else None
+        return self.load(data=config.path, limit=config.limit, sizes=sizes, seed=config.split_seed)
 
     def _offline_tasks(self, count: int) -> list[Task]:
         from moscopt.benchmarks.offline import generate_items

@@ -43,6 +43,7 @@ def eval_cmd(
 ) -> None:
     """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
     import json
+    import sys
 
     from moscopt import runner
     from moscopt.config import load_config
@@ -75,6 +76,10 @@ def eval_cmd(
             export_path=export,
             force=force,
         )
+    except KeyboardInterrupt:
+        bar.close()
+        print("moscopt: interrupted; nothing was summarized (rerun to evaluate)", file=sys.stderr)
+        raise typer.Exit(130) from None
     finally:
         bar.close()
     summary = {

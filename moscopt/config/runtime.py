@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, PositiveInt, field_validator, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 from moscopt.config.sections import Section
 
@@ -206,3 +206,6 @@ class MemoryConfig(Section):
 class DataConfig(Section):
     path: str | None = None
     limit: int | None = Field(None, ge=1)
+    # the split sizes and seed of the benchmark's spec, replaced (e.g. {train: 20, test: 200})
+    split_sizes: dict[Literal["train", "val", "test"], NonNegativeInt] | None = None
+    split_seed: int | None = None

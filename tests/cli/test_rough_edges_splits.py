@@ -71,3 +71,22 @@ def test_split_all_evaluates_every_row_of_the_data_not_the_union_of_the_splits(
     assert every["tasks"] == ROWS and every["split"] == "all"
     assert eval_json("--split", "all", "--limit", "5")["tasks"] == 5
     assert eval_json("--split", "test")["tasks"] == 1
+
+
+def test_split_sizes_and_seed_set_on_the_command_line(project: Path) -> None:
+    (project / "small.yaml").write_text(
+        ADDITION_SPEC.replace("train: 8, val: 4, test: 2", "train: 3, val: 2, test: 1")
+    )
+    sized = ["--set", "data.split_sizes={train: 2, val: 2, test: 9}"]
+    assert eval_json(*sized)["tasks"] == 9
+    ids = [
+        sorted(t.id for t in get_benchmark(str(project / "small.yaml")).load(
+            data=project / "addition.jsonl", seed=seed)["test"])
+        for seed in (1, 2)
+    ]  # fmt: skip
+    assert ids[0] != ids[1]  # the seed changes which rows a split gets
+    assert eval_json(*sized, "--set", "data.split_seed=1")["tasks"] == 9
+    bad = runner.invoke(
+        app, ["eval", "--benchmark", "small.yaml", "--set", "data.split_sizes={tests: 3}"]
+    )
+    assert bad.exit_code == 2 and "data.split_sizes" in bad.output
