@@ -124,3 +124,48 @@ def test_a_bad_memory_document_names_the_file(tmp_path: Path) -> None:
     (tmp_path / MEMORY_FILE).write_text('{"format": 2}')
     with pytest.raises(UserError, match="format"):
         load_memory(tmp_path)
+
+
+class _Built(Exception):
+    """Raised by the spy in place of building the agent: the test needs only its arguments."""
+
+
+@pytest.mark.parametrize("source", ["export", "run"])
+def test_eval_gives_the_agent_the_learned_memory(
+    tmp_path: Path,
+    seed_dir: Path,
+    fitted: MemoryState,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+) -> None:
+    from moscopt import runner
+
+    run, *_ = make_run(tmp_path, seed_dir)
+    state = run.load_state()
+    state.memory = fitted
+    run.save(state)
+    exported = export_run(run_path=run.path, mode="mixture").out
+    seen: list[dict[str, object]] = []
+
+    def spy(*args: object, **kwargs: object) -> None:
+        seen.append(kwargs)
+        raise _Built()
+
+    monkeypatch.setattr(runner, "make_agent", spy)
+    config = load_config(None, {"model": "openai/fake", "api_base": "http://127.0.0.1:9"})
+    with pytest.raises(_Built):
+        runner.evaluate(
+            config=config,
+            benchmark=None,
+            split="test",
+            mode="mixture",
+            run_path=run.path if source == "run" else None,
+            skills_dir=None,
+            repeats="1",
+            out=tmp_path / "eval.jsonl",
+            export_path=exported if source == "export" else None,
+        )
+    (kwargs,) = seen
+    memory = kwargs["memory"]
+    assert isinstance(memory, MemoryState) and memory.halting == fitted.halting
+    assert kwargs["tasks"]  # the split, for the router to embed up front
