@@ -127,10 +127,15 @@ def run_summary(run: RunDir) -> dict[str, Any]:
 
 
 def _specialization(run: RunDir) -> dict[str, Any]:
-    """The familiarity router's specialization index, per niche and per epoch."""
+    """The familiarity router's specialization index, per niche and per epoch (it reads the
+    benchmark's niche labels: a benchmark that cannot be loaded now leaves the index out)."""
     from moscopt.routing.specialization import run_specialization
 
-    return run_specialization(run)
+    try:
+        return run_specialization(run)
+    except Exception as e:  # status must show the rest of the run
+        reason = f"the benchmark's labels could not be read: {e}"[:300]
+        return {"index": None, "reason": reason, "niches": {}, "by_epoch": {}}
 
 
 def project_summary(project: Project) -> dict[str, Any]:
