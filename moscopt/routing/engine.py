@@ -12,10 +12,10 @@ Two views of the heads, as the engine keeps two views of the statistics:
   acceptance decision of the phase compares pools under the same router; in the other phases
   the heads do not change and validation uses them as they are.
 
-Before the first routing the training and validation tasks are embedded in one batched call
-(`FeatureCache.prefetch`), so a routing reads the cache. The heads are created on first use:
-the projection is fitted on the embeddings of (up to
-`FIT_TASKS` of) the training tasks, sorted by id, so a run and its resumption fit the same one.
+Before the first routing the projection's training tasks and the validation split are embedded
+in one batched call (`FeatureCache.prefetch`), so a routing reads the cache. The heads are
+created on first use: the projection is fitted on the embeddings of (up to `FIT_TASKS` of) the
+training tasks, sorted by id, so a run and its resumption fit the same one.
 """
 
 from __future__ import annotations
@@ -99,10 +99,13 @@ class FamiliarityRuntime:
         return self.model
 
     def known_tasks(self) -> list[Task]:
-        """The tasks the trainer routes (training and validation), sorted by id: embedded in
-        one batched call before the first routing, so routing only reads the cache."""
+        """The tasks surely routed or read, embedded in one batched call before the first
+        routing: the training tasks the projection is fitted on (all of a split of up to
+        `FIT_TASKS`) and the validation split (routed at every validation). Other training
+        tasks of a larger split are embedded when first routed."""
         splits = self.ctx.splits
-        return sorted({t.id: t for t in [*splits.train, *splits.val]}.values(), key=lambda t: t.id)
+        fit = sorted(splits.train, key=lambda t: t.id)[:FIT_TASKS]
+        return sorted({t.id: t for t in [*fit, *splits.val]}.values(), key=lambda t: t.id)
 
     async def frozen(self) -> FamiliarityModel:
         """The heads validation routes with: the skills phase's view while in that phase."""

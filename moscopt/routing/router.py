@@ -57,8 +57,8 @@ class FamiliarityRouter:
 
     async def explain(self, task_text: str) -> Routing:
         """The full routing decision: every skill's familiarity and score, and the cutoff."""
+        model = (await self._source()).synced(self.names)  # first: it may prefetch the tasks
         (x,) = await self.features.vectors([task_text])
-        model = (await self._source()).synced(self.names)
         return model.route(x, explore=self.explore)
 
     async def select(self, task_text: str, *, sample: int = 0) -> Activation:

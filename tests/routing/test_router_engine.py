@@ -9,14 +9,17 @@ nothing), so the pool stays fixed and what changes is the router.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from moscopt.engine import Trainer
+from moscopt.gating import schema_ids
 from moscopt.lm.base import LMRequest
 from moscopt.routing import engine as routing_engine
+from moscopt.routing.features import HashingEmbedder
 from moscopt.routing.router import FamiliarityRouter
 from moscopt.rundir import RunDir
 from moscopt.skills import Pool
@@ -111,8 +114,27 @@ def test_hybrid_policy_asks_the_gate_to_choose_within_the_shortlist(
     lm = FakeLM(routes=trainer_routes(world))
     train(run, config, bench, sp, seeds, lm)
     gates = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "gate"]
-    assert gates and all(
-        len(r.schema["properties"]["activate"]["items"]["enum"]) == 3 for r in gates if r.schema
-    )
+    assert gates and all(len(schema_ids(r.schema)[0]) == 3 for r in gates if r.schema)
     assert {e.activation for e in run.events.of_type("rollout")} <= {"gate", "partial", "fallback"}
     assert all(len(e.skills) == 2 for e in run.events.of_type("rollout"))
+
+
+class BatchCounter(HashingEmbedder):
+    """The hashing embedder, counting the texts of each batched call."""
+
+    batches: ClassVar[list[int]] = []
+
+    def encode_many(self, texts: Sequence[str]) -> list[Any]:
+        BatchCounter.batches.append(len(texts))
+        return super().encode_many(texts)
+
+
+def test_the_trainer_embeds_its_tasks_in_one_batch_before_routing(
+    tmp_path: Path, seed_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(routing_engine, "make_embedder", lambda name: BatchCounter())
+    BatchCounter.batches = []
+    run, config, bench, sp, seeds, world = make_router_run(tmp_path, seed_dir)
+    train(run, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
+    known = {t.id for t in [*sp.train, *sp.val]}
+    assert BatchCounter.batches == [len(known)]  # every later routing read the cache
