@@ -23,6 +23,8 @@ How a selection was made (`Activation.source`, copied to `Rollout.activation` / 
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -179,21 +181,52 @@ class GateStats:
     c_min: int = 5
 
 
+MAX_COMBINATIONS = 256  # K-sets of the pool spelled out in the schema (10 choose 3 is 120)
+
+
 def activation_schema(names: Sequence[str], k: int) -> dict[str, Any]:
-    """JSON schema of a constrained gate answer: exactly K ids of the pool."""
+    """JSON schema of a constrained gate answer: K distinct ids of the pool.
+
+    When the pool has at most `MAX_COMBINATIONS` K-sets, the answer is one of them, spelled
+    "a, b, c" in pool order: a grammar cannot forbid repeats in an array, and a small model
+    repeats an id in most answers. Larger pools get an array of K ids (repeats completed in
+    pool order, source `partial`).
+    """
+    if math.comb(len(names), k) <= MAX_COMBINATIONS:
+        sets = [", ".join(c) for c in itertools.combinations(names, k)]
+        activate: dict[str, Any] = {"type": "string", "enum": sets}
+    else:
+        items = {"type": "string", "enum": list(names)}
+        activate = {"type": "array", "items": items, "minItems": k, "maxItems": k}
     return {
         "type": "object",
-        "properties": {
-            "activate": {
-                "type": "array",
-                "items": {"type": "string", "enum": list(names)},
-                "minItems": k,
-                "maxItems": k,
-            }
-        },
+        "properties": {"activate": activate},
         "required": ["activate"],
         "additionalProperties": False,
     }
+
+
+def schema_ids(schema: Mapping[str, Any]) -> tuple[list[str], int]:
+    """(the pool's ids in pool order, K) of an `activation_schema`, in either form."""
+    spec = schema["properties"]["activate"]
+    if spec.get("type") == "array":
+        return list(spec["items"]["enum"]), int(spec["minItems"])
+    sets = [str(s).split(", ") for s in spec["enum"]]
+    return list(dict.fromkeys(i for ids in sets for i in ids)), len(sets[0])
+
+
+def schema_answer(schema: Mapping[str, Any], chosen: Sequence[str]) -> dict[str, Any]:
+    """The answer naming `chosen` (K distinct ids) in the form `schema` asks for."""
+    if schema["properties"]["activate"].get("type") == "array":
+        return {"activate": list(chosen)}
+    order = schema_ids(schema)[0]
+    return {"activate": ", ".join(sorted(chosen, key=order.index))}
+
+
+def _chosen_ids(answer: Any) -> list[str]:
+    """The ids of a constrained answer (a K-set string or an array), first occurrences only."""
+    ids = answer.split(", ") if isinstance(answer, str) else list(map(str, answer or []))
+    return list(dict.fromkeys(ids))
 
 
 def constrained_gate(model: str, setting: str) -> bool:
@@ -252,7 +285,7 @@ class LLMGate:
             )
             text = completion.text
             if schema is not None and isinstance(completion.data, dict):
-                chosen = list(dict.fromkeys(map(str, completion.data.get("activate", []))))
+                chosen = _chosen_ids(completion.data.get("activate"))
                 if 0 < len(chosen) < self.k:  # a schema cannot forbid repeats: complete them
                     # in pool order, not by Q-score: the same answer for the same pool must give
                     # the same skills whatever the statistics are when it is measured

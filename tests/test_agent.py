@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
+from moscopt import gating
 from moscopt.agent import SkillAgent
 from moscopt.benchmarks import Task, get_benchmark
 from moscopt.evaluate import evaluate, run_tasks
-from moscopt.gating import FixedSkills, GateStats, LLMGate, RandomGate
+from moscopt.gating import FixedSkills, GateStats, LLMGate, RandomGate, schema_ids
 from moscopt.lm.base import LMRequest
 from moscopt.lm.errors import LMAuthError, LMRequestError
 from moscopt.skills import Pool
@@ -173,6 +175,24 @@ def test_constrained_gate_for_local_models(seed_dir: Path) -> None:
     )
     pool = Pool.load(seed_dir, require_gate=True)
     stats = GateStats(q={"working-backwards": 0.9}, c_min=0)
+    # 10 skills, K = 2: the answer is one of the 45 pairs, so it cannot repeat an id
+    pair = ", ".join(n for n in pool.names if n in ("close-reading", "detail-verifier"))
+    lm = FakeLM([json.dumps({"activate": pair}), '{"activate": "not-a-pair"}'])
+    gate = LLMGate(lm, pool, 2, stats, constrained=True)
+    ok, bad = (asyncio.run(gate.select("t", sample=i)) for i in range(2))
+    assert (ok.source, set(ok.skills)) == ("gate", {"close-reading", "detail-verifier"})
+    assert bad.source == "fallback" and bad.error
+    schema = lm.history[0].schema
+    assert schema is not None and len(schema["properties"]["activate"]["enum"]) == 45
+    assert schema_ids(schema) == (list(pool.names), 2)
+
+
+def test_a_constrained_gate_over_many_sets_answers_an_array(
+    seed_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gating, "MAX_COMBINATIONS", 10)  # 45 pairs: too many to spell out
+    pool = Pool.load(seed_dir, require_gate=True)
+    stats = GateStats(q={"working-backwards": 0.9}, c_min=0)
     lm = FakeLM(
         [
             '{"activate": ["close-reading", "detail-verifier"]}',
@@ -189,4 +209,4 @@ def test_constrained_gate_for_local_models(seed_dir: Path) -> None:
     assert bad.source == "fallback" and bad.error
     schema = lm.history[0].schema
     assert schema is not None and schema["properties"]["activate"]["maxItems"] == 2
-    assert set(schema["properties"]["activate"]["items"]["enum"]) == set(pool.names)
+    assert schema_ids(schema) == (list(pool.names), 2)

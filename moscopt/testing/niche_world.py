@@ -33,6 +33,7 @@ from typing import Any
 
 from moscopt.benchmarks.tasks import Splits, Task
 from moscopt.config import Config, load_config
+from moscopt.gating import schema_answer, schema_ids
 from moscopt.lm.base import LMRequest
 from moscopt.skills import Pool, Skill
 
@@ -158,9 +159,9 @@ class NicheWorld:
         fmt = body.get("response_format")
         if fmt:
             schema = fmt["json_schema"]["schema"]
-            names = schema["properties"]["activate"]["items"]["enum"]
+            names, _ = schema_ids(schema)
             choice = self.gate_text(users[-1] if users else "", names).split(": ", 1)[1]
-            return json.dumps({"activate": [choice]})
+            return json.dumps(schema_answer(schema, choice.split(", ")))
         system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         sample = int(body.get("seed") or 0) - self.base_seed
         return self.answer(users[-1] if users else "", system, sample)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.benchmarks.tasks import Task
-from moscopt.gating import Activation
+from moscopt.gating import Activation, schema_answer, schema_ids
 from moscopt.skills import Pool, Skill
 
 WRONG = "unknown"
@@ -107,8 +107,7 @@ class NicheWorld:
         return f"Worked it out.\nFINAL ANSWER: {task.gold}"
 
     def _gate(self, user: str, schema: Any, sample: int) -> str:
-        spec = schema["properties"]["activate"]
-        ids, k = list(spec["items"]["enum"]), int(spec["minItems"])
+        ids, k = schema_ids(schema)
         task = next((t for p, t in self._by_prompt.items() if p in user), None)
         chosen: list[str] = []
         if task is not None:
@@ -118,7 +117,7 @@ class NicheWorld:
         key = task.id if task is not None else user
         rest = sorted((i for i in ids if i not in chosen), key=lambda i: _unit("fill", key, i))
         chosen += rest[: k - len(chosen)]
-        return json.dumps({"activate": chosen})
+        return json.dumps(schema_answer(schema, chosen))
 
     def respond(self, request: Any) -> str:
         """A `FakeLM` route (for both purposes, "gate" and "agent")."""

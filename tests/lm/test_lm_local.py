@@ -147,3 +147,20 @@ def test_llm_threads_reaches_an_engine_not_loaded_yet(monkeypatch: pytest.Monkey
     with pytest.raises(UserError, match=r"llm\.threads"):
         load_config(overrides={"llm.threads": 0})
     assert load_config(overrides={"llm.threads": 2}).llm.threads == 2
+
+
+@pytest.mark.slow
+def test_the_embedded_gate_answers_k_distinct_ids(tmp_path: Path) -> None:
+    """Under the K-set enum the real model cannot repeat an id (it did in most array answers)."""
+    from moscopt.gating import GateStats, LLMGate
+    from moscopt.resources import seed_skills_dir
+    from moscopt.skills import Pool
+
+    pool = Pool.load(seed_skills_dir(), require_gate=True)
+    lm = build_lm(Config(llm=LLMConfig(cache=False)))
+    try:
+        gate = LLMGate(lm, pool, 3, GateStats(), constrained=True)
+        picked = asyncio.run(gate.select("What is 17 * 23? End with FINAL ANSWER: <n>."))
+    finally:
+        lm.close()
+    assert picked.source == "gate" and len(set(picked.skills)) == 3

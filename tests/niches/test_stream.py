@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from moscopt.gating import schema_answer as gating_answer
+from moscopt.gating import schema_ids
 from moscopt.ledger import RolloutEvent
 from moscopt.niches.stream_run import STREAM_FILE
 from moscopt.rundir import RunDir
@@ -123,8 +125,8 @@ def test_export_works_on_a_stream_run(tmp_path: Path, seed_dir: Path) -> None:
 def schema_answer(schema: dict[str, Any]) -> dict[str, Any]:
     props = schema.get("properties", {})
     if "activate" in props:
-        items = props["activate"]
-        return {"activate": items["items"]["enum"][: items["minItems"]]}
+        ids, k = schema_ids(schema)
+        return gating_answer(schema, ids[:k])
     if "insights" in props:
         return {"insights": []}
     return {"reasoning": "nothing to change", "edits": []}
