@@ -36,7 +36,8 @@ Role = Literal["agent", "optimizer"]
 # -- benchmarks and pools ------------------------------------------------------------------------
 
 
-def resolve_benchmark(config: Config, name: str | None) -> tuple[Benchmark, Splits]:
+def named_benchmark(config: Config, name: str | None) -> Benchmark:
+    """The benchmark `name` (else the config's), set up as `config` says, its data not read."""
     from moscopt.benchmarks import get_benchmark
 
     name = name or config.benchmark
@@ -44,6 +45,12 @@ def resolve_benchmark(config: Config, name: str | None) -> tuple[Benchmark, Spli
         raise UserError("no benchmark: pass --benchmark NAME (see `moscopt benchmarks`)")
     bench = get_benchmark(name)
     bench.allow_unsandboxed = config.agent.allow_unsandboxed
+    return bench
+
+
+def resolve_benchmark(config: Config, name: str | None) -> tuple[Benchmark, Splits]:
+    """The benchmark and its splits (train and val must not be empty)."""
+    bench = named_benchmark(config, name)
     splits = bench.load_config(config.data)
     for split in ("train", "val"):
         if not splits[split]:

@@ -20,6 +20,7 @@ from moscopt.assembly import (
     gate_stats,
     make_agent,
     make_router,
+    named_benchmark,
     open_lms,
     resolve_benchmark,
     starting_pool,
@@ -332,13 +333,7 @@ def evaluate(
 
 
 def _every_task(config: Config, name: str | None) -> tuple[Benchmark, list[Task]]:
-    from moscopt.benchmarks import get_benchmark
-
-    name = name or config.benchmark
-    if not name:
-        raise UserError("no benchmark: pass --benchmark NAME (see `moscopt benchmarks`)")
-    bench = get_benchmark(name)
-    bench.allow_unsandboxed = config.agent.allow_unsandboxed
+    bench = named_benchmark(config, name)
     return bench, bench.load_every(data=config.data.path, limit=config.data.limit)
 
 
