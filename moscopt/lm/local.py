@@ -43,12 +43,12 @@ Threads = int | Literal["auto"]
 def resolve_threads(setting: Threads = "auto") -> int:
     """The embedded model's thread count: an int as given; `auto`, the cores idle right now.
 
-    `auto` samples the machine's CPU time for a moment (at load, which runs in the background)
-    and takes the idle share of this process's cores, rounded, at least 1: every core on an
-    idle machine, one thread on a busy one. A llama.cpp thread that waits for a core stalls the
-    others at every layer's barrier, so with other work on 2 cores, 2 threads decode about 4x
-    slower than 1, while on an idle machine they are about 1.7x faster
-    (`python scripts/bench_threads.py`).
+    `auto` samples the machine's CPU time for a moment (at load, which runs in the background;
+    this process's own start-up work is left out) and takes the idle share of this process's
+    cores, rounded, at least 1: every core on an idle machine, one thread on a busy one. A
+    llama.cpp thread that waits for a core stalls the others at every layer's barrier, so with
+    other work on 2 cores, 2 threads decode 2-4x slower than 1, while on an idle machine they
+    are about 1.7x faster (`python scripts/bench_threads.py`).
     """
     if setting != "auto":
         if isinstance(setting, bool) or not isinstance(setting, int) or setting < 1:
@@ -61,23 +61,29 @@ def resolve_threads(setting: Threads = "auto") -> int:
     return max(1, round((cores or 1) * _idle_share()))
 
 
+def _cpu_sample() -> tuple[int, int, int]:
+    """(idle + iowait, all but guest time, this process's user + system time), in clock ticks."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    with open("/proc/self/stat") as f:
+        own = f.read().rsplit(")", 1)[1].split()  # after the name, which may hold spaces
+    return fields[3] + fields[4], sum(fields[:8]), int(own[11]) + int(own[12])
+
+
 def _idle_share(window: float = 0.3) -> float:
-    """The fraction of all CPU time that was idle over `window` seconds (/proc/stat), else an
-    estimate from the load average."""
-
-    def sample() -> tuple[int, int]:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-        return fields[3] + fields[4], sum(fields[:8])  # idle + iowait, all but guest time
-
+    """The fraction of all CPU time over `window` seconds that other processes left idle
+    (/proc/stat, less this process's own time: its start-up work is not a busy machine), else
+    an estimate from the load average."""
     try:
-        idle0, total0 = sample()
+        idle0, total0, own0 = _cpu_sample()
         time.sleep(window)
-        idle1, total1 = sample()
+        idle1, total1, own1 = _cpu_sample()
     except (OSError, ValueError, IndexError):
         cores = os.cpu_count() or 1
         return max(0.0, 1.0 - os.getloadavg()[0] / cores)
-    return (idle1 - idle0) / max(1, total1 - total0)
+    total = max(1, total1 - total0)
+    others = (total - (idle1 - idle0)) - (own1 - own0)
+    return min(1.0, max(0.0, 1.0 - others / total))
 
 
 def gguf_path() -> Path:

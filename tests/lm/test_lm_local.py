@@ -133,6 +133,16 @@ def test_the_idle_share_is_a_fraction() -> None:
     assert 0.0 <= local._idle_share(window=0.05) <= 1.0
 
 
+def test_this_processes_own_work_does_not_make_the_machine_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 200 ticks over 2 cores: 100 idle, 100 busy, of which this process (importing) used 60
+    samples = iter([(1000, 4000, 500), (1100, 4200, 560)])
+    monkeypatch.setattr(local, "_cpu_sample", lambda: next(samples))
+    monkeypatch.setattr(local.time, "sleep", lambda s: None)
+    assert local._idle_share() == pytest.approx(0.8)  # others kept 40 of the 200 busy
+
+
 @pytest.mark.parametrize("bad", [0, -1, True, "two"])
 def test_bad_thread_counts_are_refused(bad: Any) -> None:
     with pytest.raises(LMSetupError, match=r"llm\.threads"):
