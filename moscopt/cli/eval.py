@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,6 @@ def eval_cmd(
 ) -> None:
     """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
     import json
-    import sys
 
     from moscopt import runner
     from moscopt.config import load_config
@@ -127,10 +127,12 @@ def _exit_if_errored(summary: dict[str, Any]) -> None:
 
 
 class _Bar:
-    """A rich progress bar on stderr: tasks done and the running score."""
+    """A rich progress bar on stderr when it is a terminal: tasks done and the running score.
+
+    Elsewhere (a pipe, a log file, CI) there is no bar, and rich is not imported."""
 
     def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
+        self.quiet = quiet or not sys.stderr.isatty()
         self.progress: Any = None
         self.task: Any = None
         self.done = 0
