@@ -155,6 +155,23 @@ def make_run(
     return run, config, bench, sp, seeds
 
 
+def train_run(
+    run: RunDir, config: Config, bench: Benchmark, sp: Splits, seeds: Pool, lm: Any
+) -> Any:
+    """Train `run` (from `make_run`) to its end in process with one LM for both roles; returns
+    the `Trainer` (its `state` is the final state)."""
+    import asyncio
+
+    from moscopt.engine import Trainer
+
+    trainer = Trainer(
+        run=RunDir.open(run.path), config=config, benchmark=bench, splits=sp,
+        agent_lm=lm, optimizer_lm=lm, seeds=seeds,
+    )  # fmt: skip
+    asyncio.run(trainer.train())
+    return trainer
+
+
 # -- the same environment through the command line and the loopback server ----------------------
 
 PROJECT_SKILLS = ("careful-computation", "cautious-planner", "detail-verifier", "gate")

@@ -17,11 +17,10 @@ import pytest
 from moscopt.agent import SkillAgent
 from moscopt.benchmarks import Task, get_benchmark
 from moscopt.config import load_config
-from moscopt.engine import Trainer
 from moscopt.ledger import Notice
 from moscopt.rundir import RunDir
 from moscopt.testing import FakeLM
-from moscopt.testing.scripted import make_run, respond
+from moscopt.testing.scripted import make_run, respond, train_run
 from moscopt.tools import sandbox
 
 NONE = sandbox.Layers(bwrap=False, namespaces=False, landlock=False, uid_drop=False)
@@ -79,17 +78,8 @@ def test_a_run_that_executes_code_records_what_isolates_it(
             "agent.allow_unsandboxed": allow,
         },
     )
-    lm = FakeLM(responder=respond)
-    trainer = Trainer(
-        run=RunDir.open(run.path),
-        config=config,
-        benchmark=bench,
-        splits=sp,
-        agent_lm=lm,
-        optimizer_lm=lm,
-        seeds=seeds,
-    )
-    assert asyncio.run(trainer.train()).status == "done"
+    trainer = train_run(run, config, bench, sp, seeds, FakeLM(responder=respond))
+    assert trainer.state.status == "done"
     notices = [e for e in RunDir.open(run.path).events.of_type("notice") if isinstance(e, Notice)]
     assert [n.kind for n in notices] == ["sandbox"]
     assert says in notices[0].message
@@ -101,15 +91,5 @@ def test_a_run_without_code_records_no_sandbox_notice(tmp_path: Path, seed_dir: 
         seed_dir,
         **{"training.epochs": 1, "training.max_steps_per_epoch": 1, "agent.tools": []},
     )
-    lm = FakeLM(responder=respond)
-    trainer = Trainer(
-        run=RunDir.open(run.path),
-        config=config,
-        benchmark=bench,
-        splits=sp,
-        agent_lm=lm,
-        optimizer_lm=lm,
-        seeds=seeds,
-    )
-    asyncio.run(trainer.train())
+    train_run(run, config, bench, sp, seeds, FakeLM(responder=respond))
     assert RunDir.open(run.path).events.of_type("notice") == []

@@ -8,32 +8,20 @@ nothing), so the pool stays fixed and what changes is the router.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
-from moscopt.engine import Trainer
 from moscopt.gating import schema_ids
 from moscopt.lm.base import LMRequest
 from moscopt.routing import engine as routing_engine
 from moscopt.routing.features import HashingEmbedder
 from moscopt.routing.router import FamiliarityRouter
-from moscopt.rundir import RunDir
-from moscopt.skills import Pool
 from moscopt.testing import FakeLM
 from moscopt.testing.router_world import make_router_run, trainer_routes
-
-
-def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool, lm: FakeLM) -> Trainer:
-    trainer = Trainer(
-        run=RunDir.open(run.path), config=config, benchmark=bench, splits=sp,
-        agent_lm=lm, optimizer_lm=lm, seeds=seeds,
-    )  # fmt: skip
-    asyncio.run(trainer.train())
-    return trainer
+from moscopt.testing.scripted import train_run
 
 
 class Recorder(FamiliarityRouter):
@@ -51,7 +39,7 @@ def test_familiarity_policy_routes_with_no_llm_call_and_explores_only_rolling_ou
     Recorder.built = []
     run, config, bench, sp, seeds, world = make_router_run(tmp_path, seed_dir)
     lm = FakeLM(routes=trainer_routes(world))
-    trainer = train(run, config, bench, sp, seeds, lm)
+    trainer = train_run(run, config, bench, sp, seeds, lm)
     state = trainer.state
     assert state.status == "done" and "gate" not in lm.purposes
     rollouts = run.events.of_type("rollout")
@@ -77,7 +65,7 @@ def test_an_interrupted_run_resumes_to_the_same_heads(
     tmp_path: Path, seed_dir: Path, crash_at: int
 ) -> None:
     ref, config, bench, sp, seeds, world = make_router_run(tmp_path / "ref", seed_dir)
-    train(ref, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
+    train_run(ref, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
     reference = ref.load_state().router
 
     run, config, bench, sp, seeds, world = make_router_run(tmp_path / "crash", seed_dir)
@@ -91,7 +79,7 @@ def test_an_interrupted_run_resumes_to_the_same_heads(
         return world.respond(request)
 
     with pytest.raises(Crash):
-        train(
+        train_run(
             run,
             config,
             bench,
@@ -99,7 +87,7 @@ def test_an_interrupted_run_resumes_to_the_same_heads(
             seeds,
             FakeLM(routes={**trainer_routes(world), "agent": crashing}),
         )
-    resumed = train(run, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
+    resumed = train_run(run, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
     assert resumed.state.status == "done"
     assert run.load_state().router == reference
     assert len(run.events.of_type("rollout")) == len(ref.events.of_type("rollout"))
@@ -112,7 +100,7 @@ def test_hybrid_policy_asks_the_gate_to_choose_within_the_shortlist(
         tmp_path, seed_dir, **{"gating.policy": "hybrid", "router.shortlist": 3}
     )
     lm = FakeLM(routes=trainer_routes(world))
-    train(run, config, bench, sp, seeds, lm)
+    train_run(run, config, bench, sp, seeds, lm)
     gates = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "gate"]
     assert gates and all(len(schema_ids(r.schema)[0]) == 3 for r in gates if r.schema)
     assert {e.activation for e in run.events.of_type("rollout")} <= {"gate", "partial", "fallback"}
@@ -135,6 +123,6 @@ def test_the_trainer_embeds_its_tasks_in_one_batch_before_routing(
     monkeypatch.setattr(routing_engine, "make_embedder", lambda name: BatchCounter())
     BatchCounter.batches = []
     run, config, bench, sp, seeds, world = make_router_run(tmp_path, seed_dir)
-    train(run, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
+    train_run(run, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
     known = {t.id for t in [*sp.train, *sp.val]}
     assert BatchCounter.batches == [len(known)]  # every later routing read the cache

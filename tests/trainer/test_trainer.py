@@ -9,30 +9,15 @@ import pytest
 from moscopt.engine import Trainer
 from moscopt.ledger import GateRestored
 from moscopt.lm.base import LMRequest
-from moscopt.rundir import RunDir
 from moscopt.skills import Pool
 from moscopt.testing import FakeLM
-from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond, scripted_lm
-
-
-def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool, lm: FakeLM) -> Trainer:
-    trainer = Trainer(
-        run=RunDir.open(run.path),
-        config=config,
-        benchmark=bench,
-        splits=sp,
-        agent_lm=lm,
-        optimizer_lm=lm,
-        seeds=seeds,
-    )
-    asyncio.run(trainer.train())
-    return trainer
+from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond, scripted_lm, train_run
 
 
 def test_reflect_propose_validate_accept_and_reject(tmp_path: Path, seed_dir: Path) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir)
     lm = scripted_lm()
-    trainer = train(run, config, bench, sp, seeds, lm)
+    trainer = train_run(run, config, bench, sp, seeds, lm)
     state = trainer.state
     assert state.status == "done" and state.epoch == 2
     body = (run.skills_dir / "careful-computation" / "SKILL.md").read_text()
@@ -66,7 +51,7 @@ def test_reflect_propose_validate_accept_and_reject(tmp_path: Path, seed_dir: Pa
 def test_gate_editing_phase_runs_on_routing_failures(tmp_path: Path, seed_dir: Path) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.epochs": 1})
     lm = scripted_lm()
-    train(run, config, bench, sp, seeds, lm)
+    train_run(run, config, bench, sp, seeds, lm)
     gate_edits = [e for e in run.events.of_type("edit") if e.target == "gate"]
     # epoch 0's failures are routing cases; the skill edit already fixed validation (1.0), so
     # the gate edit cannot strictly improve it and is rejected
@@ -88,7 +73,7 @@ def test_single_skill_mode_makes_no_gate_call(tmp_path: Path, seed_dir: Path) ->
     state = run.load_state()
     run.save(state, pool)
     lm = scripted_lm()
-    trainer = train(run, config, bench, sp, seeds, lm)
+    trainer = train_run(run, config, bench, sp, seeds, lm)
     assert "gate" not in lm.purposes
     assert trainer.state.optimizers["careful-computation"].accepted == 1
     assert {e.activation for e in run.events.of_type("rollout")} == {"single"}
@@ -106,7 +91,7 @@ def test_interrupted_run_resumes_to_the_same_pool(
     ref_run, config, bench, sp, seeds = make_run(
         tmp_path / "ref", seed_dir, **{"evolution.enabled": True, "credit.c_min": 1}
     )
-    train(ref_run, config, bench, sp, seeds, scripted_lm())
+    train_run(ref_run, config, bench, sp, seeds, scripted_lm())
     reference = ref_run.load_pool()
 
     run, config, bench, sp, seeds = make_run(
@@ -122,8 +107,8 @@ def test_interrupted_run_resumes_to_the_same_pool(
         return respond(request)
 
     with pytest.raises(Crash):
-        train(run, config, bench, sp, seeds, FakeLM(responder=crashing))
-    resumed = train(run, config, bench, sp, seeds, scripted_lm())
+        train_run(run, config, bench, sp, seeds, FakeLM(responder=crashing))
+    resumed = train_run(run, config, bench, sp, seeds, scripted_lm())
     assert resumed.state.status == "done"
     assert run.load_pool() == reference
     ref_state = ref_run.load_state()
@@ -134,7 +119,7 @@ def test_interrupted_run_resumes_to_the_same_pool(
 
 def test_no_interleaving_ablation_edits_everything_at_once(tmp_path: Path, seed_dir: Path) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.interleave": False})
-    trainer = train(run, config, bench, sp, seeds, scripted_lm())
+    trainer = train_run(run, config, bench, sp, seeds, scripted_lm())
     edits = run.events.of_type("edit")
     assert {e.phase for e in edits} == {"skills"}  # no separate gate phase
     first = next(e for e in edits if e.status == "rejected")
@@ -149,7 +134,7 @@ def test_routing_ablations_make_no_gate_calls(
 ) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"gating.policy": policy})
     lm = scripted_lm()
-    train(run, config, bench, sp, seeds, lm)
+    train_run(run, config, bench, sp, seeds, lm)
     assert "gate" not in lm.purposes
     rollouts = run.events.of_type("rollout")
     assert {e.activation for e in rollouts} == {source}
@@ -259,7 +244,7 @@ def test_autonomous_schedule_asks_the_optimizer_for_the_budget(
         tmp_path, seed_dir, **{"optimizer.schedule": "autonomous", "training.epochs": 1}
     )
     lm = scripted_lm()  # answers the budget prompt with "L: 3"
-    train(run, config, bench, sp, seeds, lm)
+    train_run(run, config, bench, sp, seeds, lm)
     asked = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "budget"]
     proposals = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "propose-skill"]
     # one budget per step, for all of its targets, from the minibatch's hard and soft scores
