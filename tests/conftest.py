@@ -22,3 +22,15 @@ def _isolated_home(
 @pytest.fixture
 def seed_dir() -> Path:
     return REPO / "skills"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> Path:
+    """The scripted addition project (`moscopt.testing.scripted.write_project`) as the working
+    directory, with a dummy key (the loopback server ignores it). A test file may define its own."""
+    from moscopt.testing.scripted import write_project
+
+    write_project(tmp_path, seed_dir)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    return tmp_path

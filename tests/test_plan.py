@@ -14,18 +14,10 @@ from typer.testing import CliRunner
 from moscopt.cli import app
 from moscopt.planning.model import Measures, Shape, count, reflect_bound, worst_case
 from moscopt.testing import FakeServer
-from moscopt.testing.scripted import server_responder, write_project
+from moscopt.testing.scripted import server_responder
 
 runner = CliRunner()
 TOLERANCE = 0.15  # expected vs actual calls, for a run as long as the pilot can see
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> Path:
-    write_project(tmp_path, seed_dir)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return tmp_path
 
 
 @pytest.fixture

@@ -11,17 +11,9 @@ from typer.testing import CliRunner
 from moscopt.cli import app
 from moscopt.cli.eval import TASKS_ERRORED
 from moscopt.testing import FakeServer
-from moscopt.testing.scripted import ADDITION_SPEC, server_responder, write_project
+from moscopt.testing.scripted import ADDITION_SPEC, server_responder
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> Path:
-    write_project(tmp_path, seed_dir)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return tmp_path
 
 
 def test_math_grading_without_math_verify_is_refused_before_any_data_is_read(

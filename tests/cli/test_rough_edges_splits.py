@@ -12,18 +12,10 @@ from typer.testing import CliRunner
 from moscopt.benchmarks import get_benchmark
 from moscopt.cli import app
 from moscopt.testing import FakeServer
-from moscopt.testing.scripted import ADDITION_SPEC, server_responder, write_project
+from moscopt.testing.scripted import ADDITION_SPEC, server_responder
 
 runner = CliRunner()
 ROWS = 14  # the addition.jsonl of write_project
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> Path:
-    write_project(tmp_path, seed_dir)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return tmp_path
 
 
 def test_a_small_data_file_says_in_one_line_what_was_asked_and_what_it_got(
