@@ -13,6 +13,7 @@ from moscopt.cli.study import StudyArgs, run_study_command, study_options
 @study_options
 def ablate_cmd(
     opts: o.Shared,
+    shape: o.RunShape,
     args: StudyArgs,
     only: str | None = typer.Option(
         None, "--only", help="Comma-separated configurations (full is always run)."
@@ -23,4 +24,4 @@ def ablate_cmd(
     from moscopt.study.configurations import ablate_names
 
     chosen = [s.strip() for s in only.split(",") if s.strip()] if only else None
-    run_study_command(opts, args, kind="ablate", names=ablate_names(chosen))
+    run_study_command(opts, shape, args, kind="ablate", names=ablate_names(chosen))

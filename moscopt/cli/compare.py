@@ -13,6 +13,7 @@ from moscopt.cli.study import StudyArgs, run_study_command, study_options
 @study_options
 def compare_cmd(
     opts: o.Shared,
+    shape: o.RunShape,
     args: StudyArgs,
     other: str = typer.Option(
         ...,
@@ -25,4 +26,4 @@ def compare_cmd(
     the calls the full method made, at most the budget); rerun to continue."""
     from moscopt.study.configurations import compare_names
 
-    run_study_command(opts, args, kind=f"compare-{other}", names=compare_names(other))
+    run_study_command(opts, shape, args, kind=f"compare-{other}", names=compare_names(other))

@@ -203,6 +203,45 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
 MODEL_OPTIONS = tuple(n for n in OPTIONS if n != "json_out")
 
 
+@dataclass(frozen=True)
+class RunShape:
+    """The benchmark and the shape of a training run: `train`, `plan`, `ablate`, `compare`."""
+
+    benchmark: str | None = None
+    n: int | None = None
+    k: int | None = None
+    epochs: int | None = None
+    steps_per_epoch: int | None = None
+
+    def config_keys(self) -> dict[str, Any]:
+        return {
+            "pool.n": self.n,
+            "pool.k": self.k,
+            "training.epochs": self.epochs,
+            "training.max_steps_per_epoch": self.steps_per_epoch,
+        }
+
+
+SHAPE_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "benchmark": (
+        str | None,
+        typer.Option(None, "--benchmark", "-b", help="Benchmark name or spec file."),
+    ),
+    "n": (int | None, typer.Option(None, "--n", help="Pool size N.")),
+    "k": (int | None, typer.Option(None, "--k", help="Skills activated per task K.")),
+    "epochs": (int | None, typer.Option(None, "--epochs", help="Epochs.")),
+    "steps_per_epoch": (
+        int | None,
+        typer.Option(None, "--steps-per-epoch", help="Cap on skill-editing minibatches per epoch."),
+    ),
+}
+
+
+def run_shape(fn: F) -> F:
+    """Add the `SHAPE_OPTIONS` to a command; it receives them as `shape: RunShape`."""
+    return options_group(SHAPE_OPTIONS, tuple(SHAPE_OPTIONS), "shape", RunShape)(fn)
+
+
 def shared(*names: str) -> Callable[[F], F]:
     """Add the shared options `names` to a command; it receives them as `opts: Shared`."""
     unknown = set(names) - set(OPTIONS) - {f.name for f in fields(Shared)}

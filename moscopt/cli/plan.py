@@ -49,17 +49,10 @@ def show_plan(
 
 @app.command("plan")
 @o.shared(*o.MODEL_OPTIONS, "json_out")
+@o.run_shape
 def plan_cmd(
     opts: o.Shared,
-    benchmark: str | None = typer.Option(
-        None, "--benchmark", "-b", help="Benchmark name or spec file."
-    ),
-    n: int | None = typer.Option(None, "--n", help="Pool size N."),
-    k: int | None = typer.Option(None, "--k", help="Skills activated per task K."),
-    epochs: int | None = typer.Option(None, "--epochs", help="Epochs."),
-    steps_per_epoch: int | None = typer.Option(
-        None, "--steps-per-epoch", help="Cap on skill-editing minibatches per epoch."
-    ),
+    shape: o.RunShape,
     acceptance: str | None = typer.Option(None, "--acceptance", help="paired or strict."),
     no_evolution: bool = typer.Option(False, "--no-evolution", help="No collective evolution."),
     no_pilot: bool = typer.Option(
@@ -76,15 +69,12 @@ def plan_cmd(
     not exceed; from the config, the splits and one pilot minibatch (real calls, cached)."""
     flags = opts.overrides(
         **{
-            "pool.n": n,
-            "pool.k": k,
-            "training.epochs": epochs,
-            "training.max_steps_per_epoch": steps_per_epoch,
+            **shape.config_keys(),
             "optimizer.acceptance": acceptance,
             "evolution.enabled": False if no_evolution else None,
         }
     )
     show_plan(
-        opts, flags, benchmark=benchmark, pilot=not no_pilot, propose=not no_propose,
+        opts, flags, benchmark=shape.benchmark, pilot=not no_pilot, propose=not no_propose,
         latency=latency,
     )  # fmt: skip

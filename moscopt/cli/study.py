@@ -20,30 +20,13 @@ SHARED = (*(n for n in o.MODEL_OPTIONS if n != "max_calls"), "json_out")
 class StudyArgs:
     """A study's own options (None: not given)."""
 
-    benchmark: str | None
     budget_calls: int
     seeds: str
     study: Path | None
     repeats: str
-    n: int | None
-    k: int | None
-    epochs: int | None
-    steps_per_epoch: int | None
-
-    def config_keys(self) -> dict[str, Any]:
-        return {
-            "pool.n": self.n,
-            "pool.k": self.k,
-            "training.epochs": self.epochs,
-            "training.max_steps_per_epoch": self.steps_per_epoch,
-        }
 
 
 OPTIONS: dict[str, tuple[Any, Any]] = {
-    "benchmark": (
-        str | None,
-        typer.Option(None, "--benchmark", "-b", help="Benchmark name or spec file."),
-    ),
     "budget_calls": (
         int,
         typer.Option(
@@ -61,23 +44,19 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
         typer.Option(None, "--study", help="Study folder (default studies/<kind>-<benchmark>)."),
     ),
     "repeats": (str, typer.Option("auto", "--repeats", help="Test repeats: N or auto (3..50).")),
-    "n": (int | None, typer.Option(None, "--n", help="Pool size N.")),
-    "k": (int | None, typer.Option(None, "--k", help="Skills activated per task K.")),
-    "epochs": (int | None, typer.Option(None, "--epochs", help="Epochs.")),
-    "steps_per_epoch": (
-        int | None,
-        typer.Option(None, "--steps-per-epoch", help="Cap on skill-editing minibatches per epoch."),
-    ),
 }
 
 
 def study_options(fn: Any) -> Any:
-    """The shared model options (as `opts`) and the study's own (as `args: StudyArgs`)."""
+    """The shared model options (as `opts`), the run's shape (as `shape: RunShape`) and the
+    study's own (as `args: StudyArgs`)."""
     with_args = o.options_group(OPTIONS, tuple(OPTIONS), "args", StudyArgs)(fn)
-    return o.shared(*SHARED)(with_args)
+    return o.shared(*SHARED)(o.run_shape(with_args))
 
 
-def run_study_command(opts: o.Shared, args: StudyArgs, *, kind: str, names: list[str]) -> None:
+def run_study_command(
+    opts: o.Shared, shape: o.RunShape, args: StudyArgs, *, kind: str, names: list[str]
+) -> None:
     """What `ablate` and `compare` share: build the spec, run the study, print the table."""
     import json
 
@@ -85,8 +64,8 @@ def run_study_command(opts: o.Shared, args: StudyArgs, *, kind: str, names: list
     from moscopt.project import open_project
     from moscopt.study import StudySpec, run_study
 
-    benchmark, study = args.benchmark, args.study
-    flags = opts.overrides(**args.config_keys())
+    benchmark, study = shape.benchmark, args.study
+    flags = opts.overrides(**shape.config_keys())
     project = open_project(opts.config, flags)
     name = benchmark or project.config.benchmark or "study"
     path = study or project.root / "studies" / f"{kind}-{Path(name).stem}"

@@ -13,22 +13,15 @@ from moscopt.cli.app import app
 
 @app.command("train")
 @o.shared(*o.MODEL_OPTIONS, "json_out")
+@o.run_shape
 def train_cmd(
     opts: o.Shared,
-    benchmark: str | None = typer.Option(
-        None, "--benchmark", "-b", help="Benchmark name or spec file."
-    ),
+    shape: o.RunShape,
     run: Path | None = typer.Option(
         None, "--run", help="Run directory (default runs/<benchmark>-<time>)."
     ),
     resume: bool = typer.Option(
         False, "--resume", help="Continue the run in --run where it stopped."
-    ),
-    n: int | None = typer.Option(None, "--n", help="Pool size N."),
-    k: int | None = typer.Option(None, "--k", help="Skills activated per task K."),
-    epochs: int | None = typer.Option(None, "--epochs", help="Epochs."),
-    steps_per_epoch: int | None = typer.Option(
-        None, "--steps-per-epoch", help="Cap on skill-editing minibatches per epoch."
     ),
     acceptance: str | None = typer.Option(
         None, "--acceptance", help="paired (default: a sequential paired test) or strict."
@@ -83,12 +76,10 @@ def train_cmd(
     from moscopt.lm.errors import LMFatalError
     from moscopt.project import open_project
 
+    benchmark = shape.benchmark
     flags = opts.overrides(
         **{
-            "pool.n": n,
-            "pool.k": k,
-            "training.epochs": epochs,
-            "training.max_steps_per_epoch": steps_per_epoch,
+            **shape.config_keys(),
             "optimizer.acceptance": acceptance,
             "gating.policy": gate,
             "gating.granularity": gating,
