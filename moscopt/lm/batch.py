@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import os
 import time
 import weakref
@@ -374,16 +375,7 @@ class BatchTransport:
         cost = await batch_cost(self.model, raw.prompt_tokens, raw.completion_tokens)
         if cost is None:
             return raw
-        return RawAnswer(
-            text=raw.text,
-            prompt_tokens=raw.prompt_tokens,
-            completion_tokens=raw.completion_tokens,
-            cached_tokens=raw.cached_tokens,
-            finish_reason=raw.finish_reason,
-            cost=cost,
-            deployment=raw.deployment,
-            tool_calls=raw.tool_calls,
-        )
+        return dataclasses.replace(raw, cost=cost)
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

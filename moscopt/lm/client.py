@@ -343,20 +343,7 @@ class LiteLLMClient:
             raise LMOutputError(
                 f"model '{self._model}': structured output {e}", completion
             ) from None
-        return Completion(
-            text=completion.text,
-            model=completion.model,
-            usage=completion.usage,
-            cost=completion.cost,
-            cache_hit=completion.cache_hit,
-            sample=completion.sample,
-            latency=completion.latency,
-            retries=completion.retries,
-            finish_reason=completion.finish_reason,
-            data=data,
-            deployment=completion.deployment,
-            tool_calls=completion.tool_calls,
-        )
+        return dataclasses.replace(completion, data=data)
 
     def _report(self, completion: Completion, purpose: str, *, ok: bool, **extra: Any) -> None:
         if self.events is None:
