@@ -11,7 +11,6 @@ import pytest
 
 from moscopt.benchmarks import get_benchmark
 from moscopt.config import load_config
-from moscopt.engine import Trainer
 from moscopt.errors import UserError
 from moscopt.external import AgentCommand
 from moscopt.external.agent import ExternalAgent
@@ -20,10 +19,9 @@ from moscopt.external.workspace import materialise
 from moscopt.gating import FixedSkills
 from moscopt.ledger import EditEvent, RolloutEvent
 from moscopt.lm.base import LMRequest
-from moscopt.rundir import RunDir
 from moscopt.skills import Pool, Skill
 from moscopt.testing import FakeLM
-from moscopt.testing.scripted import MAGIC, edit, make_run, skill_name, tasks
+from moscopt.testing.scripted import MAGIC, edit, make_run, skill_name, tasks, train_run
 
 SCRIPT = str(Path(__file__).with_name("skill_agent.py"))
 AGENT = [sys.executable, SCRIPT]
@@ -157,16 +155,7 @@ def test_training_optimizes_the_skills_of_a_script_agent(tmp_path: Path, seed_di
         tmp_path, seed_dir, **{"agent.command": AGENT, "training.epochs": 1}
     )
     lm = FakeLM(routes=ROUTES)
-    trainer = Trainer(
-        run=RunDir.open(run_dir.path),
-        config=config,
-        benchmark=bench,
-        splits=sp,
-        agent_lm=lm,
-        optimizer_lm=lm,
-        seeds=seeds,
-    )
-    asyncio.run(trainer.train())
+    trainer = train_run(run_dir, config, bench, sp, seeds, lm)
     state = trainer.state
     assert state.status == "done"
     assert "agent" not in lm.purposes  # every task was solved by the script, not the LM

@@ -22,7 +22,7 @@ from moscopt.rundir import RunDir
 from moscopt.state import RunState
 from moscopt.testing import FakeLM
 from moscopt.testing.multistep_world import MultiStepWorld
-from moscopt.testing.scripted import make_run, scripted_lm
+from moscopt.testing.scripted import make_run, scripted_lm, train_run
 
 WORLD = MultiStepWorld(n_tasks=30, seed=5)
 CONFIG = load_config(None, {"memory.enabled": True, "memory.halting.enabled": True})
@@ -127,16 +127,7 @@ def test_the_trainer_learns_memory_online_and_saves_it(tmp_path: Path, seed_dir:
         },
     )
     lm = scripted_lm()
-    trainer = Trainer(
-        run=RunDir.open(run.path),
-        config=config,
-        benchmark=bench,
-        splits=sp,
-        agent_lm=lm,
-        optimizer_lm=lm,
-        seeds=seeds,
-    )
-    asyncio.run(trainer.train())
+    train_run(run, config, bench, sp, seeds, lm)
     saved = RunDir.open(run.path).load_state().memory
     assert saved is not None and saved.rollouts > 0 and saved.write_examples
 

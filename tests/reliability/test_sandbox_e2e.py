@@ -14,7 +14,6 @@ What is prevented, and by which layer on which machine, is the table in
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 import uuid
@@ -24,11 +23,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from moscopt.engine import Trainer
 from moscopt.lm.base import LMRequest
 from moscopt.rundir import RunDir
 from moscopt.testing import FakeLM
-from moscopt.testing.scripted import make_run, respond
+from moscopt.testing.scripted import make_run, respond, train_run
 from moscopt.tools import PythonTool, python_tool, sandbox
 
 SECRET = "sk-SANDBOX-MARKER-7d1f0c"
@@ -126,16 +124,7 @@ def test_attack_as_tool_call_is_contained_and_training_goes_on(
         **{"training.epochs": 1, "agent.tools": ["python"], "agent.max_steps": 2},
     )
     lm = FakeLM(responder=responder)
-    trainer = Trainer(
-        run=RunDir.open(run.path),
-        config=config,
-        benchmark=bench,
-        splits=sp,
-        agent_lm=lm,
-        optimizer_lm=lm,
-        seeds=seeds,
-    )
-    state = asyncio.run(trainer.train())
+    state = train_run(run, config, bench, sp, seeds, lm).state
 
     assert state.status == "done"
     assert len(observations) == 1, observations
