@@ -28,10 +28,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from moscopt.agent import SkillAgent
 from moscopt.benchmarks import Benchmark, Task, get_benchmark
 from moscopt.config import LLMConfig, load_config
-from moscopt.gating import LLMGate
 from moscopt.harness import Rollout
 from moscopt.lm.client import LiteLLMClient
 from moscopt.memory.params import MemoryState
@@ -60,17 +58,7 @@ async def run_all(
     settings: MemorySettings,
     embedding: str,
 ) -> list[Rollout]:
-    pool = world.pool()
-    agent = SkillAgent(
-        lm,
-        bench,
-        pool,
-        LLMGate(lm, pool, 1),
-        max_steps=MAX_STEPS,
-        granularity="step",
-        memory=settings,
-        embedding_model=embedding,
-    )
+    agent = world.skill_agent(lm, bench, settings, max_steps=MAX_STEPS, embedding_model=embedding)
     slots = asyncio.Semaphore(16)
 
     async def one(task: Task) -> Rollout:

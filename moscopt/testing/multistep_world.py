@@ -96,6 +96,20 @@ class MultiStepWorld:
         gate = Skill(name="gate", description="Routes tasks.", body="Pick the right skill.")
         return Pool(skills=skills, gate=gate)
 
+    def skill_agent(
+        self, lm: Any, bench: Any, memory: Any, *, max_steps: int = 4, **options: Any
+    ) -> Any:
+        """A `SkillAgent` over `pool()` with step-level gating by its LLM gate (K = 1), up to
+        `max_steps` steps, and the execution memory `memory` (`MemorySettings` or None)."""
+        from moscopt.agent import SkillAgent
+        from moscopt.gating import LLMGate
+
+        pool = self.pool()
+        return SkillAgent(
+            lm, bench, pool, LLMGate(lm, pool, 1), max_steps=max_steps, granularity="step",
+            memory=memory, **options,
+        )  # fmt: skip
+
     # -- the model -------------------------------------------------------------------------------
 
     def _chain(self, text: str) -> Chain | None:

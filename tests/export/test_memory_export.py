@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from moscopt.agent import SkillAgent
 from moscopt.assembly import make_agent
 from moscopt.benchmarks import Benchmark, get_benchmark
 from moscopt.config import load_config
@@ -49,16 +48,7 @@ def bench() -> Benchmark:
 def fitted(bench: Benchmark) -> MemoryState:
     """Memory fitted from rollouts of the world's first 30 tasks, run to T (no halting)."""
     lm = FakeLM(routes=WORLD.routes())
-    pool = WORLD.pool()
-    agent = SkillAgent(
-        lm,
-        bench,
-        pool,
-        LLMGate(lm, pool, 1),
-        max_steps=4,
-        granularity="step",
-        memory=MemorySettings(context=True, route_on="memory"),
-    )
+    agent = WORLD.skill_agent(lm, bench, MemorySettings(context=True, route_on="memory"))
     tasks = {t.id: t for t in WORLD.tasks()}
 
     async def all_tasks() -> list[Rollout]:

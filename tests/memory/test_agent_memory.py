@@ -8,9 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from moscopt.agent import SkillAgent
 from moscopt.benchmarks import Benchmark, Task, get_benchmark
-from moscopt.gating import LLMGate
 from moscopt.harness import Rollout
 from moscopt.memory.halting import HALTING_FEATURES
 from moscopt.memory.learned import Logistic
@@ -38,17 +36,7 @@ def task_with(k: int, decoy: bool = False) -> Task:
 
 def run(bench: Benchmark, task: Task, settings: MemorySettings) -> tuple[Rollout, FakeLM]:
     lm = FakeLM(routes=WORLD.routes())
-    pool = WORLD.pool()
-    agent = SkillAgent(
-        lm,
-        bench,
-        pool,
-        LLMGate(lm, pool, 1),
-        max_steps=4,
-        granularity="step",
-        memory=settings,
-    )
-    return asyncio.run(agent.run(task)), lm
+    return asyncio.run(WORLD.skill_agent(lm, bench, settings).run(task)), lm
 
 
 def agent_requests(lm: FakeLM) -> list[str]:

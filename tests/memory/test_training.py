@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from moscopt.agent import SkillAgent
 from moscopt.benchmarks import Benchmark, get_benchmark
 from moscopt.config import load_config
 from moscopt.engine import Trainer
-from moscopt.gating import LLMGate
 from moscopt.harness import Rollout
 from moscopt.memory.halting import HALTING_FEATURES, HaltingController
 from moscopt.memory.tracker import MemorySettings
@@ -38,17 +36,8 @@ def rollouts(bench: Benchmark) -> list[Rollout]:
     """The world's tasks run to T with memory (no halting): uncensored examples; every other
     task is routed on the query alone, so some rollouts fail."""
     lm = FakeLM(routes=WORLD.routes())
-    pool = WORLD.pool()
     agents = [
-        SkillAgent(
-            lm,
-            bench,
-            pool,
-            LLMGate(lm, pool, 1),
-            max_steps=4,
-            granularity="step",
-            memory=MemorySettings(context=True, route_on=route),
-        )
+        WORLD.skill_agent(lm, bench, MemorySettings(context=True, route_on=route))
         for route in ("memory", "query")
     ]
 
