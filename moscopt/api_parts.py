@@ -47,8 +47,7 @@ class FunctionLM:
 
     def complete(self, messages: Sequence[Message], **params: Any) -> Completion:
         from moscopt.lm.base import Completion, check_messages
-        from moscopt.lm.errors import LMOutputError
-        from moscopt.lm.structured import OutputInvalid, parse_structured
+        from moscopt.lm.structured import with_data
 
         checked = [dict(m) for m in check_messages(messages)]
         text = self.fn(checked, **params) if self._keywords else self.fn(checked)
@@ -56,16 +55,7 @@ class FunctionLM:
             raise TypeError(f"the LM function returned {type(text).__name__}, not str")
         self.stats.calls += 1
         completion = Completion(text=text, model=self._model, sample=params.get("sample", 0))
-        schema = params.get("schema")
-        if schema is None:
-            return completion
-        try:
-            data = parse_structured(text, schema)
-        except OutputInvalid as e:
-            raise LMOutputError(
-                f"model '{self._model}': structured output {e}", completion
-            ) from None
-        return Completion(text=text, model=self._model, sample=completion.sample, data=data)
+        return with_data(completion, params.get("schema"), self._model)
 
     async def acomplete(self, messages: Sequence[Message], **params: Any) -> Completion:
         return await asyncio.to_thread(self.complete, messages, **params)

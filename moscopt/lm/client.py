@@ -25,12 +25,12 @@ from moscopt.lm.batch import waits_in_batch
 from moscopt.lm.budget import Budget, LMStats, Reservation
 from moscopt.lm.cache import ResponseCache
 from moscopt.lm.endpoint import make_transport
-from moscopt.lm.errors import LMError, LMOutputError
+from moscopt.lm.errors import LMError
 from moscopt.lm.legacy import legacy_key
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.pricing import Pricing
 from moscopt.lm.retry import Fault, RetryPolicy, final_error
-from moscopt.lm.structured import OutputInvalid, check_schema, parse_structured
+from moscopt.lm.structured import OutputInvalid, check_schema, parse_structured, with_data
 from moscopt.lm.sync import LoopThread
 from moscopt.lm.transport import Transport
 from moscopt.lm.wire import RawAnswer
@@ -335,15 +335,7 @@ class LiteLLMClient:
         return error
 
     def _structured(self, completion: Completion, request: LMRequest) -> Completion:
-        if request.schema is None:
-            return completion
-        try:
-            data = parse_structured(completion.text, request.schema)
-        except OutputInvalid as e:
-            raise LMOutputError(
-                f"model '{self._model}': structured output {e}", completion
-            ) from None
-        return dataclasses.replace(completion, data=data)
+        return with_data(completion, request.schema, self._model)
 
     def _report(self, completion: Completion, purpose: str, *, ok: bool, **extra: Any) -> None:
         if self.events is None:

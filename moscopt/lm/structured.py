@@ -6,10 +6,14 @@ models without native JSON mode add). Nothing else is rescued.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from moscopt.lm.base import Completion
 
 FENCE = "```"
 
@@ -50,6 +54,20 @@ def parse_structured(text: str, schema: Mapping[str, Any]) -> Any:
         where = "/".join(str(p) for p in err.absolute_path) or "(root)"
         raise OutputInvalid(f"does not match the schema at {where}: {err.message[:200]}")
     return value
+
+
+def with_data(completion: Completion, schema: Mapping[str, Any] | None, model: str) -> Completion:
+    """`completion` with its text parsed under `schema` as `data` (unchanged without a schema);
+    `LMOutputError` naming `model` and carrying the completion when the text does not fit."""
+    if schema is None:
+        return completion
+    from moscopt.lm.errors import LMOutputError
+
+    try:
+        data = parse_structured(completion.text, schema)
+    except OutputInvalid as e:
+        raise LMOutputError(f"model '{model}': structured output {e}", completion) from None
+    return dataclasses.replace(completion, data=data)
 
 
 def check_schema(schema: Mapping[str, Any]) -> None:

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from moscopt.memory.learned import Logistic
-from moscopt.memory.records import ExecutionMemory, MemoryRecord, cosine, words
+from moscopt.memory.records import ExecutionMemory, MemoryRecord, words
+from moscopt.niches.embed import cosine
 
 WRITE_FEATURES = (
     "novelty",

@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from moscopt.niches.embed import cosine
+
 CONCLUSION_CHARS = 400
 TOOL_INPUT_CHARS = 300
 OBSERVATION_CHARS = 400
@@ -114,14 +116,6 @@ def normalize_answer(answer: str | None) -> str | None:
 
 def words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(x * x for x in b))
-    if na == 0 or nb == 0:
-        return 0.0
-    return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
 
 
 def _clip(text: str, limit: int) -> str:

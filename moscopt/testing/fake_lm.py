@@ -24,8 +24,7 @@ from typing import Any
 
 from moscopt.lm.base import Completion, LMRequest, Message, Usage, check_messages
 from moscopt.lm.budget import Budget, LMStats
-from moscopt.lm.errors import LMOutputError
-from moscopt.lm.structured import OutputInvalid, parse_structured
+from moscopt.lm.structured import with_data
 
 Answer = str | BaseException | Callable[[LMRequest], str]
 
@@ -111,22 +110,7 @@ class FakeLM:
         completion = Completion(
             text=text, model=self._model, usage=usage, cost=self.cost_per_call, sample=sample
         )
-        if schema is None:
-            return completion
-        try:
-            data = parse_structured(text, schema)
-        except OutputInvalid as e:
-            raise LMOutputError(
-                f"model '{self._model}': structured output {e}", completion
-            ) from None
-        return Completion(
-            text=text,
-            model=self._model,
-            usage=usage,
-            cost=self.cost_per_call,
-            sample=sample,
-            data=data,
-        )
+        return with_data(completion, schema, self._model)
 
     def _route(self, purpose: str) -> Callable[[LMRequest], str]:
         """The responder for `purpose`: its route (exact, else the part before the first
