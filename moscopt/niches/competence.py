@@ -65,14 +65,21 @@ def specialization_index(state: NicheState, skills: Collection[str]) -> float:
     niches = niches_of(state)
     if len(niches) < 2:
         return 0.0
+    return concentration(
+        [[competence(state, name, n).count for n in niches] for name in sorted(skills)]
+    )
+
+
+def concentration(rows: Iterable[Sequence[int]]) -> float:
+    """One minus the normalised entropy of each row (a skill's counts over the same niches, at
+    least two), averaged over the rows weighted by their totals; 0.0 when every row is empty."""
     total, weighted = 0, 0.0
-    for name in sorted(skills):
-        counts = [competence(state, name, n).count for n in niches]
+    for counts in rows:
         n = sum(counts)
         if n == 0:
             continue
         entropy = -sum(c / n * math.log(c / n) for c in counts if c)
-        weighted += n * (1 - entropy / math.log(len(niches)))
+        weighted += n * (1 - entropy / math.log(len(counts)))
         total += n
     return weighted / total if total else 0.0
 

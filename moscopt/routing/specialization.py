@@ -11,10 +11,11 @@ skill (1.0: one skill takes all of the niche's tasks), and the index per epoch (
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from moscopt.niches.competence import concentration
 
 if TYPE_CHECKING:
     from moscopt.ledger import RolloutEvent
@@ -33,15 +34,7 @@ def specialization_index(counts: Counts) -> float:
     for j, niche in enumerate(niches):
         for skill, c in counts[niche].items():
             per_skill[skill][j] += c
-    total, weighted = 0, 0.0
-    for row in per_skill.values():
-        n = sum(row)
-        if n == 0:
-            continue
-        entropy = -sum(c / n * math.log(c / n) for c in row if c)
-        weighted += n * (1.0 - entropy / math.log(len(niches)))
-        total += n
-    return weighted / total if total else 0.0
+    return concentration(per_skill.values())
 
 
 def activation_counts(
