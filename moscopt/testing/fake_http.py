@@ -4,8 +4,24 @@
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """A threaded loopback server for fakes. A client that hung up (as a cancelled or timed-out
+    request does) is normal here, not an error: socketserver would print a traceback to stderr,
+    which a test capturing the CLI's output would read as the command's own."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def completion_body(

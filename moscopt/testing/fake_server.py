@@ -38,12 +38,18 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
 
 from moscopt.testing.fake_batch import FakeBatches
-from moscopt.testing.fake_http import completion_body, error_body, send_json, send_raw
+from moscopt.testing.fake_http import (
+    LoopbackHTTPServer,
+    completion_body,
+    error_body,
+    send_json,
+    send_raw,
+)
 
 OUTCOMES = frozenset(
     {"ok", "429", "500", "503", "401", "403", "404", "timeout", "drop", "garbage", "empty"}
@@ -314,19 +320,8 @@ class FakeServer:
         return len(content.split()) if seen else 0
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
+class _HTTPServer(LoopbackHTTPServer):
     owner: FakeServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up (as a cancelled request does) is normal here, not an error."""
-        import sys
-
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

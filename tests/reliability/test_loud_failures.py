@@ -11,7 +11,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from moscopt.lm.errors import LMRequestError
 from moscopt.policies.error_rate import ErrorRate, ErrorRateExceeded
 from moscopt.rundir import RunDir
 from moscopt.testing import FakeLM
-from moscopt.testing.fake_http import completion_body, error_body, send_json
+from moscopt.testing.fake_http import LoopbackHTTPServer, completion_body, error_body, send_json
 from moscopt.testing.scripted import make_run, respond, server_responder
 
 from .helpers import snapshot, train_args
@@ -60,7 +60,7 @@ class Provider:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
