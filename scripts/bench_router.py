@@ -22,18 +22,23 @@ their test activations over the families (1: each skill serves one family). Load
 and embedding a text alone, are reported apart.
 
 Runs behind the choice of defaults (MiniLM, one epoch, 144 training tasks; gap to the oracle in
-points and mean K of `familiarity`): the defaults, `--seeds 0,1,2,3,4,5,6,7,8,9`: 1.6 mean,
-5.0 worst, 10 of 10 seeds within 5 points, K 1.06; the same with `--replay off` (one step per
-new rollout, the heads never refitted): 3.3 mean, 10.0 worst (seed 5: the arithmetic
-specialist, pulled toward the basics family while riding along in successful pairs with its
-specialist, kept a third of the basics tasks), 9 of 10, K 1.06; `--seeds 0,1,2 --feature-dim
-64` (room for 8 orthogonal target heads, without replay): 11.4 mean, K 1.19; `--seeds 0,1,2
---credit relative` (the paper's credit, without replay): 3.3 mean but K 2.34.
+points and mean K of `familiarity`): the defaults, `--seeds 0,1,2,3,4,5,6,7,8,9`: 0.7 mean,
+1.7 worst, 10 of 10 seeds within 5 points, K 1.04 (with `--boilerplate keep`, the tasks embedded
+with the benchmark's answer instructions as before: 1.6 mean, 5.0 worst, K 1.06); the same with
+`--replay off` (one step per new rollout, the heads never refitted, instructions kept): 3.3
+mean, 10.0 worst (seed 5: the arithmetic specialist, pulled toward the basics family while
+riding along in successful pairs with its specialist, kept a third of the basics tasks), 9 of
+10, K 1.06; `--seeds 0,1,2 --feature-dim 64` (room for 8 orthogonal target heads, without
+replay): 11.4 mean, K 1.19; `--seeds 0,1,2 --credit relative` (the paper's credit, without
+replay): 3.3 mean but K 2.34.
 
-Routing time (the defaults, 10 seeds, on a shared 2-core machine at load average about 6):
-26.7 ms per task mean, 44.5 worst, nearly all of it the MiniLM forward pass of the batched
-embedding (24 ms per text batched against 98 ms alone); the heads and the cutoff take 0.07 to
-0.28 ms per task.
+Routing time (the defaults, 10 seeds, idle 2-core machine): 6.4 ms per task mean, 7.0 worst,
+nearly all of it the MiniLM forward pass of the batched embedding of the 120 test tasks; the
+heads and the cutoff take about 0.1 ms per task. Before the answer instructions were stripped
+and the model ran in one thread of its own, the same took about 11 ms idle (26.7 ms at load
+average 6). The forward pass costs about 0.2 ms per token on this machine and a stripped task
+here has 8 to 26 tokens; padding every pass to a shape fixed by its texts' length (so that a
+vector does not depend on its batch) costs the rest.
 
 Usage: python scripts/bench_router.py [--seeds 0,1,2] [--embedder hashing] [--latency 0.2]
 """
@@ -194,7 +199,7 @@ class World:
         # The learned routers deploy as `moscopt eval` runs them: a cache with nothing in it
         # (the model loaded), the split's tasks embedded in one batched call up front; that
         # call's wall time is part of their routing time.
-        fresh = FeatureCache(self.features.embedder)
+        fresh = FeatureCache(self.features.embedder, self.features.boilerplate)
         router = self.router(policy, model, explore=False, features=fresh)
         started = time.perf_counter()
         prefetch = getattr(router, "prefetch", None)
@@ -272,14 +277,15 @@ async def one_seed(args: argparse.Namespace, seed: int, features: FeatureCache) 
 
 
 async def measure(args: argparse.Namespace) -> None:
-    features = FeatureCache(make_embedder(args.embedder))
+    bench = get_benchmark("offline")
+    boilerplate = [bench.answer_instructions] if args.boilerplate == "strip" else []
+    features = FeatureCache(make_embedder(args.embedder), boilerplate)
     started = time.perf_counter()
     features.vector("load the model")
     loaded = time.perf_counter() - started
-    bench = get_benchmark("offline")
     sp = bench.load(sizes={"train": args.train, "val": 12, "test": args.test})
     texts = [t.prompt for t in [*sp["train"], *sp["test"]]]
-    alone = FeatureCache(features.embedder)
+    alone = FeatureCache(features.embedder, boilerplate)
     started = time.perf_counter()
     for text in texts[:16]:
         alone.vector(text)
@@ -332,6 +338,12 @@ def main() -> None:
     parser.add_argument("--seeds", default="0", help="world seeds, comma-separated")
     parser.add_argument(
         "--embedder", default=MINILM, help="a sentence-transformers model or hashing"
+    )
+    parser.add_argument(
+        "--boilerplate",
+        choices=("strip", "keep"),
+        default="strip",
+        help="embed tasks without the benchmark's answer instructions (as moscopt does) or with",
     )
     parser.add_argument("--train", type=int, default=144)
     parser.add_argument("--test", type=int, default=120)

@@ -7,6 +7,8 @@ The folder is a mixture export (every skill and the gate, `moscopt-export.json`)
     format            1
     embedding_model   the sentence-transformers model (or "hashing-<dim>") the heads read
     embedding_dim     its dimension
+    boilerplate       text removed from a task before it is embedded (the training benchmark's
+                      answer instructions; optional, default none)
     skills            the skills the heads route to, in head order (all in skills/)
     hyper             k_min, k_max, theta, tau, margin, feature_dim, reference_dim, ...
     heads             seed, names, the projection (center, basis), the predictor heads
@@ -47,6 +49,7 @@ class RouterExport:
     model: FamiliarityModel
     embedding_model: str
     path: Path
+    boilerplate: tuple[str, ...] = ()
 
     def router(self, pool: Pool | None = None) -> FamiliarityRouter:
         """A deployment router (no exploration) over `pool`'s skills, else the heads' own."""
@@ -54,7 +57,7 @@ class RouterExport:
         from moscopt.routing.router import FamiliarityRouter
 
         names = pool.names if pool is not None else tuple(self.model.names)
-        cache = FeatureCache(make_embedder(self.embedding_model))
+        cache = FeatureCache(make_embedder(self.embedding_model), self.boilerplate)
         return FamiliarityRouter(self.model, cache, names)
 
 
@@ -74,6 +77,7 @@ def router_document(router_state: dict[str, Any]) -> dict[str, Any]:
         "format": FORMAT,
         "embedding_model": router_state["embedding_model"],
         "embedding_dim": model.dim,
+        "boilerplate": list(router_state.get("boilerplate", [])),
         "skills": list(model.names),
         "hyper": model.hyper.to_json(),
         "heads": model.heads_json(),
@@ -132,9 +136,12 @@ def load_router(folder: Path) -> RouterExport:
     try:
         model = FamiliarityModel.from_json(data["heads"])
         name = str(data["embedding_model"])
+        boilerplate = data.get("boilerplate", [])
+        if not isinstance(boilerplate, list) or not all(isinstance(b, str) for b in boilerplate):
+            raise TypeError("'boilerplate' must be a list of strings")
     except (KeyError, TypeError, ValueError, ArrayFormatError) as e:
         raise UserError(f"not a valid router: {e}"[:300], path=path) from None
-    return RouterExport(model, name, path)
+    return RouterExport(model, name, path, tuple(boilerplate))
 
 
 def explain(routing: Routing) -> dict[str, Any]:

@@ -72,14 +72,16 @@ class FamiliarityRuntime:
         self.ctx = ctx
         cfg = ctx.config.router
         self.hyper = hyper_of(cfg)
-        self.features = FeatureCache(make_embedder(cfg.embedding_model))
+        data = ctx.state.router
+        # a run keeps the boilerplate its heads were trained without (none before it was saved)
+        boilerplate = data.get("boilerplate", []) if data else [ctx.benchmark.answer_instructions]
+        self.features = FeatureCache(make_embedder(cfg.embedding_model), boilerplate)
         self.model: FamiliarityModel | None = None
         self.view: FamiliarityModel | None = None
         self.view_epoch: int | None = None
         self.last: LearnStats | None = None
         self._lock = threading.Lock()
         self._prefetched = False
-        data = ctx.state.router
         if data:
             self.model = FamiliarityModel.from_json(data["model"], self.hyper)
             view = data.get("view")
@@ -134,6 +136,7 @@ class FamiliarityRuntime:
             view = {"epoch": self.view_epoch, "heads": self.view.heads_json()}
         return {
             "embedding_model": self.features.name,
+            "boilerplate": list(self.features.boilerplate),
             "model": self.model.to_json(),
             "view": view,
         }

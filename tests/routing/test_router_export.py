@@ -37,9 +37,11 @@ def test_the_export_holds_the_mixture_and_the_heads_and_routes_as_the_run(
     assert m.router["embedding_model"] == "hashing-256" and m.router["skills"] == m.n == 7
     doc = json.loads((tmp_path / "r" / ROUTER_FILE).read_text())
     assert set(doc) == {
-        "format", "embedding_model", "embedding_dim", "skills", "hyper", "heads",
-        "allocated", "routed",
+        "format", "embedding_model", "embedding_dim", "boilerplate", "skills", "hyper",
+        "heads", "allocated", "routed",
     }  # fmt: skip
+    (boilerplate,) = doc["boilerplate"]  # the benchmark's answer instructions
+    assert boilerplate and all(boilerplate in t for t in texts)
     deployment = open_export(tmp_path / "r")
     assert deployment.mode == "router" and deployment.router is not None
     router = deployment.router.router(deployment.pool)
@@ -53,7 +55,8 @@ def test_the_export_holds_the_mixture_and_the_heads_and_routes_as_the_run(
     for text in texts[:12]:
         activation = asyncio.run(router.select(text))
         assert activation.source == "familiarity" and activation.usage is None
-        assert activation.skills == trained_model.route(embed.encode(text)).skills
+        own_words = text.replace(boilerplate, "").strip()  # what the heads read
+        assert activation.skills == trained_model.route(embed.encode(own_words)).skills
     first = (tmp_path / "r" / ROUTER_FILE).read_bytes()
     export_run(run_path=run_path, mode="router", out=tmp_path / "r", force=True)
     assert (tmp_path / "r" / ROUTER_FILE).read_bytes() == first  # deterministic

