@@ -1,8 +1,8 @@
 """The LLM layer: the only code in moscopt that talks to models (through litellm).
 
 Everything else receives an `LM` (see `moscopt.lm.base.LM` for the contract) and never imports
-litellm. Importing this package is cheap: litellm, aiohttp and xllamacpp are imported on first
-use (in background threads, never on a running event loop).
+litellm. Importing this package is cheap: litellm and xllamacpp are imported on first use (in
+background threads, never on a running event loop).
 """
 
 from __future__ import annotations

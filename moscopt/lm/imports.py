@@ -2,8 +2,8 @@
 
 `preload(name)` starts `loader()` once per process in a daemon thread and returns its future;
 `wait(name)` blocks on it; `await ready(name)` waits without blocking the running loop. A module
-that takes a quarter of a second (aiohttp) or several seconds (litellm) to import then loads while
-the caller builds the rest of the run, and never inside a running evaluation's loop.
+that takes seconds to import (litellm) then loads while the caller builds the rest of the run,
+and never inside a running evaluation's loop.
 """
 
 from __future__ import annotations

@@ -2,18 +2,20 @@
 
 Every transport sends the body of `moscopt.lm.wire.chat_body` and returns a `RawAnswer`:
 
-- `HTTPTransport` (here) posts it to `{api_base}/chat/completions` over aiohttp, for `openai/...`
-  and `hosted_vllm/...` models at an `api_base` (vLLM, llama.cpp, Ollama's OpenAI API, a LiteLLM
-  proxy): litellm's own per-call work (5-7 ms of CPU) would dominate a fast local endpoint, and
-  httpx's connection pool costs several ms per call at 64 in flight where aiohttp's costs 0.4.
+- `HTTPTransport` (here) posts it to `{api_base}/chat/completions` over keep-alive HTTP/1.1
+  (`moscopt.lm.http11`: asyncio streams and h11), for `openai/...` and `hosted_vllm/...` models
+  at an `api_base` (vLLM, llama.cpp, Ollama's OpenAI API, a LiteLLM proxy): litellm's own
+  per-call work (5-7 ms of CPU) would dominate a fast local endpoint, httpx's connection pool
+  costs several ms per call at 64 in flight, and aiohttp's import takes a third of a second.
 - `LiteLLMTransport` and `RouterTransport` (`moscopt.lm.litellm_transport`): every other
   provider, and several deployments behind litellm's Router.
 - `LocalTransport` (`moscopt.lm.local`): the embedded model, in process.
 
-Only a named set of failures is a `Fault`: HTTP statuses, the network errors listed in
-`NETWORK_ERRORS`, timeouts and bodies that are not chat completions. Anything else (a
-`TypeError` in our code, say) is a bug and propagates at once, with its traceback. Transports
-never retry (the client does, so that retries are counted once) and never log.
+Only a named set of failures is a `Fault`: HTTP statuses, the network and protocol failures
+`moscopt.lm.http11` raises as `HTTPError`, timeouts and bodies that are not chat completions.
+Anything else (a `TypeError` in our code, say) is a bug and propagates at once, with its
+traceback. Transports never retry (the client does, so that retries are counted once) and never
+log.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from moscopt.lm import imports
+from moscopt.errors import UserError
 from moscopt.lm.base import LMRequest
+from moscopt.lm.http11 import HTTPError, Origin, Pool
 from moscopt.lm.redact import redact
 from moscopt.lm.retry import Fault, fault_for_status, parse_retry_after
 from moscopt.lm.wire import NotAnAnswer, RawAnswer, chat_body, dumps, loads, raw_answer
@@ -54,27 +57,17 @@ def uses_direct_transport(model: str, api_base: str | None) -> bool:
     return api_base is not None and provider in DIRECT_PROVIDERS and "/" in model
 
 
-def network_errors() -> tuple[type[BaseException], ...]:
-    """The aiohttp failures that mean "the network or the server failed": retried."""
-    aiohttp = imports.wait("aiohttp")
-    return (
-        aiohttp.ClientConnectionError,  # refused, reset, DNS, TLS, server disconnected
-        aiohttp.ClientPayloadError,  # the body was cut short
-        aiohttp.ClientResponseError,  # a malformed status line or headers
-    )
-
-
-async def _closing(session: Any) -> AsyncIterator[None]:
-    """Holds `session` open for the life of its loop: `asyncio.run` closes suspended async
+async def _closing(pool: Pool) -> AsyncIterator[None]:
+    """Holds `pool` open for the life of its loop: `asyncio.run` closes suspended async
     generators before it closes the loop, and that runs the `finally`."""
     try:
         yield
     finally:
-        await session.close()
+        pool.close()
 
 
 class HTTPTransport:
-    """POST the chat body to `{api_base}/chat/completions`; one aiohttp session per loop."""
+    """POST the chat body to `{api_base}/chat/completions`; one connection pool per loop."""
 
     def __init__(
         self,
@@ -91,58 +84,47 @@ class HTTPTransport:
         self._timeout = timeout
         self._max_connections = max(1, max_connections)
         key = api_key or os.environ.get(DIRECT_PROVIDERS.get(provider, ""), "")
-        self._headers = {"Content-Type": "application/json"}
+        self._headers = [("Content-Type", "application/json")]
         if key:
-            self._headers["Authorization"] = f"Bearer {key}"
+            self._headers.append(("Authorization", f"Bearer {key}"))
         self._key = key
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
-        self._sessions = weakref.WeakKeyDictionary()
-        self._errors: tuple[type[BaseException], ...] | None = None
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Pool]
+        self._pools = weakref.WeakKeyDictionary()
+        self._keepers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
+        self._keepers = weakref.WeakKeyDictionary()
         self._proxy = env_proxy(self._url)
-        imports.preload("aiohttp")  # a quarter of a second: not on the first call's loop
+        try:
+            Origin.of(self._url)
+        except ValueError:
+            raise UserError(
+                f"api_base must be an http:// or https:// URL, not {api_base!r}", field="api_base"
+            ) from None
 
     def __repr__(self) -> str:  # never show the key
         return f"HTTPTransport({self._url!r})"
 
-    async def _session(self) -> Any:
+    async def _pool(self) -> Pool:
         loop = asyncio.get_running_loop()
-        entry = self._sessions.get(loop)
-        if entry is not None:
-            return entry[0]
-        aiohttp = await imports.ready("aiohttp")
-        entry = self._sessions.get(loop)  # another call may have made it meanwhile
-        if entry is not None:
-            return entry[0]
-        for old in [lp for lp in self._sessions if lp.is_closed()]:
-            del self._sessions[old]  # sessions of finished loops were closed with them
-        self._errors = network_errors()
-        session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0),
-            timeout=aiohttp.ClientTimeout(total=self._timeout),
-            # trust_env would re-read the environment and ~/.netrc on every request (in a
-            # thread); the proxy is looked up once instead (`env_proxy`)
-            trust_env=False,
-        )
-        keeper = _closing(session)
-        self._sessions[loop] = (session, keeper)  # before any await: one session per loop
+        pool = self._pools.get(loop)
+        if pool is not None:
+            return pool
+        pool = self._pools[loop] = Pool(self._url, limit=self._max_connections, proxy=self._proxy)
+        keeper = _closing(pool)
+        self._keepers[loop] = keeper
         await keeper.__anext__()
-        return session
+        return pool
 
     async def asend(self, request: LMRequest) -> RawAnswer:
-        session = await self._session()
+        pool = await self._pool()
         payload = dumps(chat_body(request, self._wire_model))
-        assert self._errors is not None
         try:
-            post = session.post(self._url, data=payload, headers=self._headers, proxy=self._proxy)
-            async with post as response:
-                content = await response.read()
-                status = response.status
-                retry_after = response.headers.get("Retry-After")
+            response = await pool.post(self._url, self._headers, payload, timeout=self._timeout)
         except TimeoutError:
             raise Fault("transient", f"timed out after {self._timeout:g}s") from None
-        except self._errors as e:
-            raise Fault("transient", self._redact(f"connection failed: {e!r}")) from None
-        return self._answer(status, content, retry_after)
+        except HTTPError as e:
+            raise Fault("transient", self._redact(f"connection failed: {e}")) from None
+        retry_after = response.headers.get("retry-after")
+        return self._answer(response.status, response.content, retry_after)
 
     def _redact(self, text: str) -> str:
         return redact(text, [self._key])
@@ -162,15 +144,17 @@ class HTTPTransport:
             raise Fault("request" if e.empty else "transient", str(e)) from None
 
     async def aclose(self) -> None:
-        entry = self._sessions.pop(asyncio.get_running_loop(), None)
-        if entry is not None:
-            await entry[1].aclose()
+        loop = asyncio.get_running_loop()
+        self._pools.pop(loop, None)
+        keeper = self._keepers.pop(loop, None)
+        if keeper is not None:
+            await keeper.aclose()
 
     def close(self) -> None:
-        # Sessions of loops that ended were closed by their loop; a running loop's session
-        # closes with it (or with `aclose`).
-        for loop in [lp for lp in self._sessions if lp.is_closed()]:
-            del self._sessions[loop]
+        # Pools of loops that ended were closed by their loop; a running loop's pool closes
+        # with it (or with `aclose`).
+        for loop in [lp for lp in self._pools if lp.is_closed()]:
+            del self._pools[loop]
 
 
 def env_proxy(url: str) -> str | None:
