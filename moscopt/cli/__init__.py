@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from moscopt.cli import (  # noqa: F401  (importing a module registers its command)
     ablate,
     benchmarks,
@@ -22,7 +24,37 @@ from moscopt.cli.app import app
 
 
 def main() -> None:
-    app()
+    """Run the command line, then end the process without the interpreter's teardown."""
+    try:
+        app()
+    except SystemExit as e:
+        hard_exit(e.code)
+    hard_exit(0)
 
 
-__all__ = ["app", "main"]
+def hard_exit(code: object) -> NoReturn:
+    """Exit with `code` as `sys.exit` would, less the interpreter's teardown: freeing every
+    object of a run took about 0.1 s, a tenth of an evaluation's overhead, and writes nothing.
+    Everything moscopt writes is closed before its command returns; non-daemon threads are
+    joined and `atexit` handlers (libraries' flushes, `weakref.finalize`) run as at a normal
+    exit. mypy ends its runs the same way (`mypy.util.hard_exit`)."""
+    import atexit
+    import contextlib
+    import os
+    import sys
+    import threading
+
+    if code is None or isinstance(code, int):
+        status = code or 0
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    threading._shutdown()  # type: ignore[attr-defined]  # what exit does first: join threads
+    atexit._run_exitfuncs()
+    for out in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe (`moscopt ... | head`)
+            out.flush()
+    os._exit(status)
+
+
+__all__ = ["app", "hard_exit", "main"]
