@@ -109,19 +109,7 @@ def resume(
     run = RunDir.open(run_path)
     with run.locked():
         frozen = run.load_config()
-        changed = {k: v for k, v in overrides.items() if v is not None}
-        if "data.path" in changed:  # the frozen config holds the resolved path
-            changed["data.path"] = str(Path(changed["data.path"]).resolve())
-        fixed = [k for k in changed if k not in RESUMABLE and _get(frozen, k) != changed[k]]
-        if fixed:
-            raise UserError(
-                "a resumed run keeps its frozen config; these flags would change it: "
-                + ", ".join(fixed),
-                path=run.config_path,
-            )
-        from moscopt.config import load_config
-
-        config = load_config(run.config_path, changed) if changed else frozen
+        config = resumed_config(run, overrides)
         state = run.load_state()
         if state.status == "done":
             raise UserError("this run is already finished", path=run.path)
@@ -138,6 +126,25 @@ def resume(
         if config != frozen:
             atomic_write_text(run.config_path, config.to_yaml())
         return _train(run, config, bench, splits, progress, state=state, resumed=True)
+
+
+def resumed_config(run: RunDir, overrides: dict[str, Any]) -> Config:
+    """The run's frozen config with the flags a resumed run may change (`RESUMABLE`); a
+    `UserError` naming the others."""
+    frozen = run.load_config()
+    changed = {k: v for k, v in overrides.items() if v is not None}
+    if "data.path" in changed:  # the frozen config holds the resolved path
+        changed["data.path"] = str(Path(changed["data.path"]).resolve())
+    fixed = [k for k in changed if k not in RESUMABLE and _get(frozen, k) != changed[k]]
+    if fixed:
+        raise UserError(
+            "a resumed run keeps its frozen config; these flags would change it: "
+            + ", ".join(fixed),
+            path=run.config_path,
+        )
+    from moscopt.config import load_config
+
+    return load_config(run.config_path, changed) if changed else frozen
 
 
 def _train(

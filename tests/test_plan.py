@@ -115,6 +115,36 @@ def test_train_dry_run_prints_the_plan_and_trains_nothing(
     assert not (project / "runs").exists() and server.count() == 0
 
 
+def test_train_resume_dry_run_plans_what_is_left_of_the_run_from_its_frozen_config(
+    project: Path, server: FakeServer
+) -> None:
+    from moscopt.rundir import RunDir
+
+    stopped = runner.invoke(app, ["train", *args(server.url, "--epochs", "3"), "--run", "runs/r",
+                                  "--max-calls", "6"])  # fmt: skip
+    assert stopped.exit_code == 1, stopped.output
+    resume = ["train", "--resume", "--run", "runs/r", "--dry-run", "--no-pilot", "--json"]
+    (project / "moscopt.yaml").write_text("pool:\n  k: 1\n")  # the project moved on: not read
+    before = server.count()
+    first = runner.invoke(app, resume)
+    assert first.exit_code == 0, first.output
+    planned = json.loads(first.stdout)
+    assert planned["shape"]["k"] == 2 and planned["shape"]["epochs"] == 3  # the run's config
+    assert any(n.startswith("resuming ") and "0 of 3 epochs done" in n for n in planned["notes"])
+    run = RunDir.open(project / "runs" / "r")
+    state = run.load_state()
+    run.save(state.model_copy(update={"epoch": 2}))  # as if two epochs were done
+    later = json.loads(runner.invoke(app, resume).stdout)
+    assert later["shape"]["epochs"] == 1 and "2 of 3 epochs done" in " ".join(later["notes"])
+    assert later["total"]["calls"] < planned["total"]["calls"]
+    assert server.count() == before  # no pilot, no training
+    frozen = runner.invoke(app, [*resume, "--k", "1"])
+    assert frozen.exit_code == 2 and "frozen config" in frozen.stderr
+    run.save(state.model_copy(update={"status": "done"}))
+    done = runner.invoke(app, resume)
+    assert done.exit_code == 2 and "already finished" in done.stderr
+
+
 def test_bad_input_is_one_line_naming_the_field(project: Path, server: FakeServer) -> None:
     result = runner.invoke(app, ["plan", *args(server.url, "--k", "5")])
     assert result.exit_code == 2

@@ -94,7 +94,12 @@ def train_cmd(
     if dry_run:
         from moscopt.cli.plan import show_plan
 
-        show_plan(opts, flags, benchmark=benchmark, pilot=not no_pilot)
+        if resume and run is None:
+            from moscopt.errors import UserError
+
+            raise UserError("--resume needs --run DIR", field="run")
+        resumed = run if resume else None
+        show_plan(opts, flags, benchmark=benchmark, pilot=not no_pilot, run=resumed)
         return
     json_out, config = opts.json_out, opts.config
     from moscopt.cli.display import TrainDisplay

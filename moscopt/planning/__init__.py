@@ -119,8 +119,11 @@ class Plan:
         }
 
 
-def shape_of(config: Config, bench: Benchmark, splits: Splits, pool: Pool) -> Shape:
-    """The run's shape, as the trainer will see it (`engine.skills_phase.batches` and friends)."""
+def shape_of(
+    config: Config, bench: Benchmark, splits: Splits, pool: Pool, *, start_epoch: int = 0
+) -> Shape:
+    """The run's shape, as the trainer will see it (`engine.skills_phase.batches` and friends),
+    from epoch `start_epoch` (a resumed run's epochs done) to the last."""
     from moscopt.agent import agent_tools
     from moscopt.assembly import uses_llm_gate
 
@@ -139,13 +142,14 @@ def shape_of(config: Config, bench: Benchmark, splits: Splits, pool: Pool) -> Sh
     selections = steps if gating.granularity == "step" else 1
     cycles = 0
     if evo.enabled and not single:
-        cycles = sum((e + 1) % evo.every == 0 for e in range(config.training.epochs))
+        epochs = range(start_epoch, config.training.epochs)
+        cycles = sum((e + 1) % evo.every == 0 for e in epochs)
     halting = config.memory.halting
     niches = config.niches
     return Shape(
         n=n,
         k=k,
-        epochs=config.training.epochs,
+        epochs=max(0, config.training.epochs - start_epoch),
         batch_sizes=tuple(sizes),
         val=max(1, math.ceil(opt.p_val * len(splits.val))),
         steps=steps,
@@ -182,17 +186,19 @@ def make_plan(
     propose: bool = True,
     latency: float | None = None,
     notes: list[str] | None = None,
+    start_epoch: int = 0,
 ) -> Plan:
     """The plan of `moscopt train` with this config. `pilot`: measure one real minibatch (LLM
     calls); `propose`: and one reflect/propose per target; `latency`: seconds per call to
-    assume where nothing was measured (None: time unknown)."""
+    assume where nothing was measured (None: time unknown); `start_epoch`: the epochs a resumed
+    run has done."""
     from moscopt.assembly import benchmark_ref, check_models, resolve_benchmark, starting_pool
 
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
     if notes is not None:
         notes.extend(messages)
-    shape = shape_of(config, bench, splits, pool)
+    shape = shape_of(config, bench, splits, pool, start_epoch=start_epoch)
     measures = worst_case(shape)
     result = None
     if pilot:
