@@ -235,6 +235,25 @@ def constrained_gate(model: str, setting: str) -> bool:
     return setting == "json" or (setting == "auto" and model.startswith("local/"))
 
 
+HIGH_FALLBACK = 0.3  # above this share of gate answers falling back, moscopt says what to do
+
+
+def fallback_hint(rate: float, constrained: bool) -> str:
+    """What to do when the gate's answers fall back `rate` of the time; `constrained`: the gate
+    already answers under a JSON schema (`constrained_gate`)."""
+    if constrained:
+        return (
+            f"the gate's answers fall back {rate:.0%} of the time although it answers under a "
+            "JSON schema: check that the server honours `response_format` JSON schemas (else "
+            "set `gating.output: text`)"
+        )
+    return (
+        f"the gate's answers fall back {rate:.0%} of the time (the model is not following the "
+        "gate's `ACTIVATE:` format): consider `gating.output: json` (schema-constrained ids; "
+        "`--set gating.output=json`) if the server accepts JSON schemas"
+    )
+
+
 class LLMGate:
     """MOSCOPT's textual gate: the gating skill reads the task and the summary table.
 

@@ -20,18 +20,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from moscopt.gating import GATE_ANSWERS, PARSE_FAILURES
+from moscopt.gating import (
+    GATE_ANSWERS,
+    HIGH_FALLBACK,
+    PARSE_FAILURES,
+    constrained_gate,
+    fallback_hint,
+)
 from moscopt.ledger import EditEvent, LLMCall, RolloutEvent
 from moscopt.report_render import Block
 from moscopt.rundir import RunDir
 from moscopt.state import RunState
-
-HIGH_FALLBACK = 0.3  # above this share of gate answers falling back, the report says so
-JSON_HINT = (
-    "The gate's answers often do not parse (the model is not following the `ACTIVATE:` "
-    "format): set `gating.output: json` in moscopt.yaml (schema-constrained ids) if the "
-    "server accepts JSON schemas."
-)
 
 
 @dataclass
@@ -76,13 +75,12 @@ def gate_fallback(rollouts: Sequence[RolloutEvent]) -> tuple[int, int]:
     return failed, answered
 
 
-def fallback_note(failed: int, answered: int) -> str | None:
+def fallback_note(failed: int, answered: int, constrained: bool) -> str | None:
     """The hint to give when the gate's answers fall back too often (None: they do not)."""
-    if answered and failed / answered > HIGH_FALLBACK:
-        return (
-            f"{failed} of {answered} gate answers fell back ({failed / answered:.0%}). {JSON_HINT}"
-        )
-    return None
+    if not answered or failed / answered <= HIGH_FALLBACK:
+        return None
+    hint = fallback_hint(failed / answered, constrained)
+    return f"{failed} of {answered} gate answers fell back: {hint}."
 
 
 def q_over_time(
@@ -197,7 +195,8 @@ def extra_blocks(run: RunDir, state: RunState, beta: float) -> list[Block]:
         ],
     ]
     blocks += [("h2", "Run health"), ("table", ["measure", "value"], rows)]
-    note = fallback_note(failed, answered)
+    config = run.load_config()
+    note = fallback_note(failed, answered, constrained_gate(config.model, config.gating.output))
     if note:
         blocks.append(("p", f"Note: {note}"))
     if views.calls:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from moscopt.gating import constrained_gate
 from moscopt.history import History
 from moscopt.memory.training import describe
 from moscopt.niches.summary import niche_summary
@@ -110,6 +111,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
             for e in history.restorations
         ],
         "acceptance": _decisions(history),
+        "gate_constrained": constrained_gate(config.model, config.gating.output),
         # the gate's parse-failure rate over the last steps (its restoration window)
         "gate_fallback_recent": (
             sum(state.gate_failure_rates) / len(state.gate_failure_rates)

@@ -8,7 +8,7 @@ Elsewhere (a pipe, a log file, CI): one plain line per event, never wrapped, and
 `... still working` when nothing happened for `HEARTBEAT` seconds.
 
 When the gate's answers fall back often (the model is not following the gate's format), the
-run says so once and suggests `gating.output: json`.
+run says so once and says what to change (`moscopt.gating.fallback_hint`).
 """
 
 from __future__ import annotations
@@ -19,13 +19,9 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from moscopt.gating import HIGH_FALLBACK, fallback_hint
+
 HEARTBEAT = 60.0  # seconds without an event before a plain-mode "still working" line
-HIGH_FALLBACK = 0.3
-FALLBACK_HINT = (
-    "the gate's answers fall back {rate:.0%} of the time (the model is not following the "
-    "gate's format): consider `gating.output: json` (schema-constrained ids; `--set "
-    "gating.output=json`) if the server accepts JSON schemas"
-)
 
 
 def _tokens(n: int) -> str:
@@ -86,7 +82,7 @@ class TrainDisplay:
         rate = e.get("gate_fallback")
         if rate is not None and rate > HIGH_FALLBACK and not self.hinted:
             self.hinted = True
-            self.note(FALLBACK_HINT.format(rate=rate))
+            self.note(fallback_hint(rate, bool(e.get("gate_constrained"))))
         self._ensure_started()
 
     def tick(self) -> None:

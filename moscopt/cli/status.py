@@ -139,11 +139,12 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             console.print(f"  {line}", soft_wrap=True)
     rate = d.get("gate_fallback_recent")
     if rate is not None:
-        from moscopt.cli.display import FALLBACK_HINT, HIGH_FALLBACK
+        from moscopt.gating import HIGH_FALLBACK, fallback_hint
 
         console.print(f"gate fallback rate (recent steps): {rate:.0%}")
         if rate > HIGH_FALLBACK:
-            console.print("note: " + FALLBACK_HINT.format(rate=rate), soft_wrap=True, markup=False)
+            hint = fallback_hint(rate, bool(d.get("gate_constrained")))
+            console.print("note: " + hint, soft_wrap=True, markup=False)
     a = d.get("acceptance") or {}
     if a.get("decisions"):
         diff = a["mean_diff_accepted"]

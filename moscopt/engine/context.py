@@ -15,7 +15,7 @@ from moscopt.agent import SkillAgent
 from moscopt.assembly import make_router, uses_llm_gate
 from moscopt.config import Config
 from moscopt.credit import forget
-from moscopt.gating import GateStats, Router
+from moscopt.gating import GateStats, Router, constrained_gate
 from moscopt.harness import Rollout
 from moscopt.ledger import BaseEvent, CallSink, RolloutEvent
 from moscopt.lm.base import LM
@@ -203,6 +203,9 @@ class Context:
                 "calls": s.totals.calls,
                 "tokens": s.totals.prompt_tokens + s.totals.completion_tokens,
                 "cost": s.totals.cost,
+                "gate_constrained": constrained_gate(
+                    self.agent_lm.model, self.config.gating.output
+                ),
                 # the gate's recent parse-failure rate (the restoration window), None: no data
                 "gate_fallback": (
                     sum(s.gate_failure_rates) / len(s.gate_failure_rates)

@@ -46,6 +46,12 @@ def test_a_high_fallback_rate_suggests_json_gating_once() -> None:
     display.close()
     hints = [line for line in out.getvalue().splitlines() if "gating.output: json" in line]
     assert len(hints) == 1 and "60%" in hints[0]
+    out = io.StringIO()
+    display = TrainDisplay(stream=out, live=False, clock=Clock())
+    display.update(event(event="phase", gate_fallback=0.6, gate_constrained=True))
+    display.close()
+    assert "gating.output: json" not in out.getvalue()  # already under a schema
+    assert "response_format" in out.getvalue()
 
 
 def test_a_long_call_is_seen_to_be_running() -> None:

@@ -30,9 +30,13 @@ def rollout(task: str, skills: list[str], reward: float, *, batch: int = 0, sour
 def test_gate_fallback_rate_and_the_json_hint() -> None:
     rollouts = [rollout("a", ["x"], 1, source=s) for s in ("gate", "fallback", "partial", "all")]
     assert gate_fallback(rollouts) == (2, 3)  # `all` is no gate answer
-    note = fallback_note(2, 3)
+    note = fallback_note(2, 3, constrained=False)
     assert note is not None and "gating.output: json" in note and "67%" in note
-    assert fallback_note(1, 10) is None and fallback_note(0, 0) is None
+    assert fallback_note(1, 10, False) is None and fallback_note(0, 0, False) is None
+    # a gate already under a JSON schema is not told to use one
+    constrained = fallback_note(2, 3, constrained=True)
+    assert constrained is not None and "gating.output: json" not in constrained
+    assert "response_format" in constrained
 
 
 def test_q_over_time_replays_the_ema_per_minibatch() -> None:
