@@ -126,6 +126,16 @@ class EvolutionEntry:
         values = (c.get("similarity") for c in self.changes if "similarity" in c)
         return next((float(v) for v in values if isinstance(v, int | float)), None)
 
+    @property
+    def diversity(self) -> dict[str, Any] | None:
+        """The cycle's diversity check: the pool's mean pairwise similarity, the method that
+        measured it (an embedding model, or `difflib` when none could load) and the threshold
+        above which the pool was rediversified."""
+        note = next((c for c in self.changes if c.get("kind") == "diversity"), None)
+        if note is None:
+            return None
+        return {k: note.get(k) for k in ("similarity", "method", "threshold")}
+
     def touches(self, name: str) -> bool:
         return name in self.eliminated or name in self.added
 
@@ -140,6 +150,7 @@ class EvolutionEntry:
             "eliminated": self.eliminated,
             "added": self.added,
             "similarity": self.similarity,
+            "diversity": self.diversity,
             "changes": self.changes,
             "decision": self.decision.model_dump() if self.decision else None,
             "t": self.t,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from moscopt.history import EditEntry, EvolutionEntry
 from moscopt.ledger import Decision
 from moscopt.report_render import Block
@@ -45,9 +47,19 @@ def evolution_table(evolutions: list[EvolutionEntry]) -> Block:
             f"{fmt(e.before)} -> {fmt(e.after)}" if e.before is not None else "-",
             ", ".join(e.eliminated) or "-",
             ", ".join(e.added) or "-",
+            diversity_cell(e.diversity),
             evidence(e.decision),
         ]
         for e in evolutions
     ]
-    head = ["step", "epoch", "verdict", "score", "eliminated", "added", "evidence"]
+    head = ["step", "epoch", "verdict", "score", "eliminated", "added", "similarity", "evidence"]
     return ("table", head, rows)
+
+
+def diversity_cell(d: dict[str, Any] | None) -> str:
+    """`0.62 minilm / 0.85`: the pool's similarity, its method and the rediversify threshold."""
+    if not d or not isinstance(d.get("similarity"), int | float):
+        return "-"
+    limit = d.get("threshold")
+    tail = f" / {limit:.2f}" if isinstance(limit, int | float) else ""
+    return f"{d['similarity']:.2f} {d.get('method') or '?'}{tail}"

@@ -107,6 +107,8 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             changes.append("eliminated " + ", ".join(e["eliminated"]))
         if e["added"]:
             changes.append("added " + ", ".join(e["added"]))
+        if e.get("diversity"):
+            changes.append(diversity_words(e["diversity"]))
         console.print(
             f"evolution at step {e['step']} (epoch {e['epoch']}): {verdict}"
             + (f"; {'; '.join(changes)}" if changes else ""),
@@ -162,3 +164,11 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             f"{a}+{b}: {c}" for (a, b), c in ((p["pair"], p["count"]) for p in d["synergy_top"])
         )
         console.print(f"synergy: {pairs}")
+
+
+def diversity_words(d: dict[str, Any]) -> str:
+    """A diversity check in words: `pool similarity 0.62 by minilm (rediversified above 0.85)`."""
+    sim, limit = d.get("similarity"), d.get("threshold")
+    sim_text = f"{sim:.2f}" if isinstance(sim, int | float) else "?"
+    limit_text = f" (rediversified above {limit:.2f})" if isinstance(limit, int | float) else ""
+    return f"pool similarity {sim_text} by {d.get('method') or '?'}{limit_text}"

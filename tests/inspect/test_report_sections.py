@@ -83,3 +83,20 @@ def test_the_report_shows_the_run_views_and_the_html_stands_alone(
     html = html_out.read_text()
     sources = re.findall(r'<img [^>]*src="([^"]+)"', html)
     assert len(sources) >= 3 and all(s.startswith("data:image/png;base64,") for s in sources)
+
+
+def test_an_evolution_cycle_shows_how_its_diversity_was_measured() -> None:
+    from moscopt.cli.status import diversity_words
+    from moscopt.entries import EvolutionEntry
+    from moscopt.report_tables import evolution_table
+
+    note = {"kind": "diversity", "similarity": 0.6234, "method": "difflib", "threshold": 0.6}
+    cycle = EvolutionEntry(step=4, epoch=1, accepted=True, before=0.5, after=0.6, changes=[note])
+    assert cycle.diversity == {"similarity": 0.6234, "method": "difflib", "threshold": 0.6}
+    assert cycle.to_json()["diversity"]["method"] == "difflib"  # in `status --json`
+    words = diversity_words(cycle.to_json()["diversity"])
+    assert words == "pool similarity 0.62 by difflib (rediversified above 0.60)"
+    _, head, rows = evolution_table([cycle])
+    assert rows[0][head.index("similarity")] == "0.62 difflib / 0.60"
+    bare = EvolutionEntry(step=1, epoch=0, accepted=False, before=None, after=None, changes=[])
+    assert bare.diversity is None and evolution_table([bare])[2][0][head.index("similarity")] == "-"
