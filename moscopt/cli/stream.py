@@ -13,7 +13,8 @@ from moscopt.cli.app import app
 
 
 @app.command("stream")
-@o.shared(*o.MODEL_OPTIONS, "json_out")
+# no --batch: a stream answers each task before the next arrives, so nothing can wait
+@o.shared(*(n for n in o.MODEL_OPTIONS if n != "batch"), "json_out")
 def stream_cmd(
     opts: o.Shared,
     benchmark: str | None = typer.Option(

@@ -205,3 +205,15 @@ def test_the_stream_command_on_a_tasks_file(tmp_path: Path, seed_dir: Path) -> N
     assert summary["baselines"]["none"] == pytest.approx(0.0)  # no system prompt: no answers
     state = RunDir.open(tmp_path / "run").load_state()
     assert state.status == "done" and state.splits["train"] == [r["id"] for r in rows]
+
+
+def test_the_stream_command_has_no_batch_mode() -> None:
+    """Each task of a stream is answered before the next arrives: no wave can wait for a batch,
+    so `--batch` is not offered (it would have done nothing)."""
+    from typer.testing import CliRunner
+
+    from moscopt.cli import app
+
+    result = CliRunner().invoke(app, ["stream", "--tasks", "t.jsonl", "--batch"])
+    assert result.exit_code == 2 and "--batch" in result.output
+    assert "--batch" not in CliRunner().invoke(app, ["stream", "--help"]).output
