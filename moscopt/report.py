@@ -352,7 +352,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
     if evolutions:
         blocks.append(("h2", "Evolution"))
         blocks.append(evolution_table(evolutions))
-    blocks.extend(extra_blocks(run, state, config.credit.beta))  # moscopt.report_sections
+    blocks.extend(extra_blocks(run, state, config))  # moscopt.report_sections
     blocks.extend(routing_blocks(run, state))  # specialization, memory, transfer channels
     blocks.append(("h2", "Final pool"))
     blocks.append(

@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from moscopt.config import Config
 from moscopt.gating import (
     GATE_ANSWERS,
     HIGH_FALLBACK,
@@ -120,14 +121,14 @@ def activations_by_niche(
     return skills, niches, dict(counts)
 
 
-def task_niches(run: RunDir, state: RunState) -> tuple[dict[str, str], str]:
+def task_niches(config: Config, state: RunState) -> tuple[dict[str, str], str]:
     """Task id -> niche, and where the niches come from (for the report's text)."""
     assigned = dict(getattr(getattr(state, "niches", None), "assigned", {}) or {})
     try:
         from moscopt.assembly import resolve_benchmark
         from moscopt.niches.assign import niche_key
 
-        bench, splits = resolve_benchmark(run.load_config(), state.benchmark)
+        bench, splits = resolve_benchmark(config, state.benchmark)
         key = niche_key(bench.spec)
         if key is not None:
             found = {t.id: str(t.meta.get(key, "unknown")) for t in splits["all"]}
@@ -167,8 +168,9 @@ def calls_by_purpose(calls: Sequence[LLMCall]) -> list[list[str]]:
 # -- blocks --------------------------------------------------------------------------------------
 
 
-def extra_blocks(run: RunDir, state: RunState, beta: float) -> list[Block]:
+def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
     """The report's sections after the evaluated modes (see the module docstring)."""
+    beta = config.credit.beta
     views = read_views(run, state)
     blocks: list[Block] = []
     failed, answered = gate_fallback(views.rollouts)
@@ -195,7 +197,6 @@ def extra_blocks(run: RunDir, state: RunState, beta: float) -> list[Block]:
         ],
     ]
     blocks += [("h2", "Run health"), ("table", ["measure", "value"], rows)]
-    config = run.load_config()
     note = fallback_note(failed, answered, constrained_gate(config.model, config.gating.output))
     if note:
         blocks.append(("p", f"Note: {note}"))
@@ -226,7 +227,7 @@ def extra_blocks(run: RunDir, state: RunState, beta: float) -> list[Block]:
                 ],
             )
         )
-    niche_of, source = task_niches(run, state)
+    niche_of, source = task_niches(config, state)
     skills, niches, counts = activations_by_niche(views.rollouts, niche_of)
     if skills:
         blocks.append(("h2", "Activations by task niche"))
