@@ -88,10 +88,9 @@ class HTTPTransport:
         if key:
             self._headers.append(("Authorization", f"Bearer {key}"))
         self._key = key
-        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Pool]
+        # per loop: its pool and the generator that closes it with the loop (`_closing`)
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Pool, Any]]
         self._pools = weakref.WeakKeyDictionary()
-        self._keepers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
-        self._keepers = weakref.WeakKeyDictionary()
         self._proxy = env_proxy(self._url)
         try:
             Origin.of(self._url)
@@ -105,12 +104,12 @@ class HTTPTransport:
 
     async def _pool(self) -> Pool:
         loop = asyncio.get_running_loop()
-        pool = self._pools.get(loop)
-        if pool is not None:
-            return pool
-        pool = self._pools[loop] = Pool(self._url, limit=self._max_connections, proxy=self._proxy)
+        entry = self._pools.get(loop)
+        if entry is not None:
+            return entry[0]
+        pool = Pool(self._url, limit=self._max_connections, proxy=self._proxy)
         keeper = _closing(pool)
-        self._keepers[loop] = keeper
+        self._pools[loop] = (pool, keeper)
         await keeper.__anext__()
         return pool
 
@@ -144,11 +143,9 @@ class HTTPTransport:
             raise Fault("request" if e.empty else "transient", str(e)) from None
 
     async def aclose(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._pools.pop(loop, None)
-        keeper = self._keepers.pop(loop, None)
-        if keeper is not None:
-            await keeper.aclose()
+        entry = self._pools.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[1].aclose()
 
     def close(self) -> None:
         # Pools of loops that ended were closed by their loop; a running loop's pool closes
