@@ -109,7 +109,7 @@ def resume(
     run = RunDir.open(run_path)
     with run.locked():
         frozen = run.load_config()
-        config = resumed_config(run, overrides)
+        config = resumed_config(run, frozen, overrides)
         state = run.load_state()
         if state.status == "done":
             raise UserError("this run is already finished", path=run.path)
@@ -128,10 +128,9 @@ def resume(
         return _train(run, config, bench, splits, progress, state=state, resumed=True)
 
 
-def resumed_config(run: RunDir, overrides: dict[str, Any]) -> Config:
-    """The run's frozen config with the flags a resumed run may change (`RESUMABLE`); a
+def resumed_config(run: RunDir, frozen: Config, overrides: dict[str, Any]) -> Config:
+    """The run's `frozen` config with the flags a resumed run may change (`RESUMABLE`); a
     `UserError` naming the others."""
-    frozen = run.load_config()
     changed = {k: v for k, v in overrides.items() if v is not None}
     if "data.path" in changed:  # the frozen config holds the resolved path
         changed["data.path"] = str(Path(changed["data.path"]).resolve())

@@ -70,7 +70,7 @@ def _resumed(
     from moscopt.runner import resumed_config
 
     run = RunDir.open(path)
-    config = resumed_config(run, flags)
+    config = resumed_config(run, run.load_config(), flags)
     state = run.load_state()
     if state.status == "done":
         raise UserError("this run is already finished: nothing to plan", path=run.path)
