@@ -22,15 +22,15 @@ their test activations over the families (1: each skill serves one family). Load
 and embedding a text alone, are reported apart.
 
 Runs behind the choice of defaults (MiniLM, one epoch, 144 training tasks; gap to the oracle in
-points and mean K of `familiarity`): the defaults, `--seeds 0,1,2,3,4,5,6,7,8,9`: 0.7 mean,
-1.7 worst, 10 of 10 seeds within 5 points, K 1.04 (with `--boilerplate keep`, the tasks embedded
-with the benchmark's answer instructions as before: 1.6 mean, 5.0 worst, K 1.06, and 7.8 ms
-per task worst); the same with `--replay off` (one step per new rollout, the heads never
-refitted, instructions kept): 3.3 mean, 10.0 worst (seed 5: the arithmetic specialist, pulled toward the basics family while
-riding along in successful pairs with its specialist, kept a third of the basics tasks), 9 of
-10, K 1.06; `--seeds 0,1,2 --feature-dim 64` (room for 8 orthogonal target heads, without
-replay): 11.4 mean, K 1.19; `--seeds 0,1,2 --credit relative` (the paper's credit, without
-replay): 3.3 mean but K 2.34.
+points and mean K of `familiarity`): the defaults, `--seeds 0,1,2,3,4,5,6,7,8,9`: 0.7 mean, 1.7
+worst, 10 of 10 seeds within 5 points, K 1.04 (with `--boilerplate keep`, the tasks embedded
+with the benchmark's answer instructions as before: 1.6 mean, 5.0 worst, K 1.06, and 7.8 ms per
+task worst); the same with `--replay off` (one step per new rollout, the heads never refitted,
+instructions kept): 3.3 mean, 10.0 worst (seed 5: the arithmetic specialist, pulled toward the
+basics family while riding along in successful pairs with its specialist, kept a third of the
+basics tasks), 9 of 10, K 1.06; `--seeds 0,1,2 --feature-dim 64` (room for 8 orthogonal target
+heads, without replay): 11.4 mean, K 1.19; `--seeds 0,1,2 --credit relative` (the paper's
+credit, without replay): 3.3 mean but K 2.34.
 
 Routing time (the defaults, 10 seeds, idle 2-core machine): 3.3 ms per task mean, 3.9 worst,
 nearly all of it the MiniLM forward pass of the batched embedding of the 120 test tasks; the
