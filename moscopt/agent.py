@@ -223,6 +223,7 @@ class SkillAgent:
             detail=grade.detail,
             error=error or grade.error,
             gate_error=activation.error,
+            offered=activation.offered,
             prompt_tokens=usage.prompt_tokens + agent_usage.prompt_tokens,
             completion_tokens=usage.completion_tokens + agent_usage.completion_tokens,
             cost=usage.cost + agent_usage.cost,

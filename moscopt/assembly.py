@@ -189,9 +189,14 @@ def open_lms(
 
 
 def uses_llm_gate(config: Config, pool: Pool) -> bool:
-    """Whether `pool` is routed by its own, editable LLM gate (`gating.policy: llm`, a gate, and
-    K < N): the trainer's gate phase, gate edits and restoration apply only then."""
-    return config.gating.policy == "llm" and pool.gate is not None and config.pool.k < len(pool)
+    """Whether `pool` is routed by its own, editable LLM gate (`gating.policy: llm`, or `hybrid`
+    where the gate chooses within the familiarity router's shortlist; a gate; and K < N): the
+    trainer's gate phase, gate edits and restoration apply only then."""
+    return (
+        config.gating.policy in ("llm", "hybrid")
+        and pool.gate is not None
+        and config.pool.k < len(pool)
+    )
 
 
 def make_router(

@@ -79,7 +79,9 @@ def routing_cases(
     q: Mapping[str, float],
     limit: int = 8,
 ) -> str:
-    """Failed rollouts where skills with higher Q were left out, and gate parse failures."""
+    """Failed rollouts where skills with higher Q were left out, and gate parse failures. A
+    rollout whose gate chose from a shortlist (`offered`, the hybrid router's) names it, and
+    counts as left out only the skills the gate was offered: it could not pick the others."""
     lines = []
     for r in rollouts:
         if r.reward >= SUCCESS and not r.gate_error:
@@ -88,10 +90,12 @@ def routing_cases(
         text = " ".join((task.prompt if task else r.task_id).split())[:400]
         floor = min((q.get(s, 0.0) for s in r.skills), default=0.0)
         better = sorted(
-            (s for s in pool_names if s not in r.skills and q.get(s, 0.0) > floor),
+            (s for s in r.offered or pool_names if s not in r.skills and q.get(s, 0.0) > floor),
             key=lambda s: -q.get(s, 0.0),
         )[:3]
         line = f"- task: {text}\n  activated: {', '.join(r.skills)} -> reward {r.reward:.2f}"
+        if r.offered:
+            line += f"\n  offered to the gate (the router's shortlist): {', '.join(r.offered)}"
         if better:
             line += "\n  higher-scoring skills left out: " + ", ".join(
                 f"{s} ({q[s]:.2f})" for s in better

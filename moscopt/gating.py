@@ -56,6 +56,8 @@ class Activation:
     source: str  # see the module docstring
     error: str | None = None  # why the gate's answer was not used (partial, fallback, gate_error)
     usage: Any = None  # the gate's `Completion`, if a call was made (for accounting)
+    # the skills the gate chose from when not the whole pool (the hybrid router's shortlist)
+    offered: tuple[str, ...] = ()
 
 
 def parse_activation(text: str, valid: Sequence[str], k: int) -> tuple[str, ...]:

@@ -110,6 +110,7 @@ class Rollout:
     extra: dict[str, Any] = field(default_factory=dict)
     selections: tuple[tuple[str, ...], ...] = ()
     sources: tuple[str, ...] = ()
+    offered: tuple[str, ...] = ()  # the first selection's `Activation.offered`
 
     def __post_init__(self) -> None:
         if not self.selections:

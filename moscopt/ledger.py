@@ -92,6 +92,8 @@ class RolloutEvent(_Where):
     # step-level gating: every selection made during the rollout (the first is `skills`)
     selections: list[list[str]] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)  # how each selection was made
+    # the skills the gate chose from, when not the whole pool (the hybrid router's shortlist)
+    offered: list[str] = Field(default_factory=list)
 
 
 class LLMCall(BaseEvent):

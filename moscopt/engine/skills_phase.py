@@ -108,6 +108,7 @@ class SkillsPhase:
                 cost=r.cost,
                 selections=selections if len(selections) > 1 else [],
                 sources=list(r.sources) if len(selections) > 1 else [],
+                offered=list(r.offered),
             )
             offsets.append(ctx.record(event))
         ctx.cursor.rollouts = [*ctx.cursor.rollouts, *offsets]

@@ -11,6 +11,7 @@ when the shortlist is no longer than K (no call then).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from moscopt.gating import Activation, GateStats, LLMGate
@@ -99,4 +100,4 @@ class HybridRouter:
             return Activation(routing.ranked[: self.k], SOURCE)
         sub = Pool(skills=tuple(s for s in self.pool if s.name in chosen), gate=self.pool.gate)
         gate = LLMGate(self.lm, sub, self.k, self.stats, constrained=self.constrained)
-        return await gate.select(task_text, sample=sample)
+        return replace(await gate.select(task_text, sample=sample), offered=tuple(sub.names))

@@ -7,8 +7,10 @@ specialist marker, and then with probability `p_solve`: a fixed draw per (task, 
 so every router faces the same coins and an oracle router scores exactly the fraction of coins
 that came up. A gate call (a request under the activation schema: `gating.output: json`) is
 answered by a fake LLM gate that names the task's specialist, if the table offers it, with
-probability `gate_accuracy`, and fills the other ids by a hashed draw: the answer depends only on
-(task, sample, ids offered).
+probability `gate_accuracy` (always, if the gate skill holds the family's `route_rule`), and
+fills the other ids by a hashed draw: the answer depends only on (task, sample, ids offered,
+gate skill). `gate_learning_routes` is an optimizer that learns those rules from the routing
+cases it is shown, so gate editing has something to find (`scripts/bench_hybrid_gate.py`).
 
 `respond` serves `FakeLM` routes; calling the world serves `FakeServer` (the request body).
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +46,14 @@ def marker(family: str) -> str:
 
 def specialist_name(family: str) -> str:
     return f"{family}-specialist"
+
+
+def route_rule(family: str) -> str:
+    """The gate-skill line that makes the world's gate always name the family's specialist."""
+    return f"Send {family} tasks to {specialist_name(family)}."
+
+
+_RULE_RE = re.compile(r"Send ([a-z]+) tasks to ([a-z]+)-specialist\.")
 
 
 def niche_pool(families: Sequence[str], generalists: int, gate: Skill | None) -> Pool:
@@ -98,21 +109,23 @@ class NicheWorld:
 
     def answer(self, messages: Sequence[Mapping[str, Any]], schema: Any, sample: int) -> str:
         users = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
-        if schema is not None:
-            return self._gate(users[-1] if users else "", schema, sample)
         system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        if schema is not None:
+            return self._gate(users[-1] if users else "", system, schema, sample)
         task = self._by_prompt.get(users[-1] if users else "")
         if task is None or not self.solves(task, sample, system):
             return f"I am not sure.\nFINAL ANSWER: {WRONG}"
         return f"Worked it out.\nFINAL ANSWER: {task.gold}"
 
-    def _gate(self, user: str, schema: Any, sample: int) -> str:
+    def _gate(self, user: str, gate_skill: str, schema: Any, sample: int) -> str:
         ids, k = schema_ids(schema)
         task = next((t for p, t in self._by_prompt.items() if p in user), None)
         chosen: list[str] = []
         if task is not None:
             right = self.specialist(task)
-            if right in ids and _unit("gate", self.seed, task.id, sample) < self.gate_accuracy:
+            knows = route_rule(self.family_of(task)) in gate_skill
+            lucky = _unit("gate", self.seed, task.id, sample) < self.gate_accuracy
+            if right in ids and (knows or lucky):
                 chosen.append(right)
         key = task.id if task is not None else user
         rest = sorted((i for i in ids if i not in chosen), key=lambda i: _unit("fill", key, i))
@@ -191,6 +204,48 @@ def trainer_routes(world: NicheWorld) -> dict[str, Callable[[Any], str]]:
         "propose": lambda r: never,
         "memory": lambda r: "- Nothing applied.",
         "budget": lambda r: "L: 2",
+    }
+
+
+def _section(prompt: str, heading: str, until: str) -> str:
+    """The prompt's text from its `## <heading>` line to its `## <until>` line (a skill's text
+    in it has headings of its own)."""
+    _, found, rest = prompt.partition(f"\n## {heading}")
+    return rest.split(f"\n## {until}", 1)[0] if found else ""
+
+
+def gate_learning_routes(world: NicheWorld) -> dict[str, Callable[[Any], str]]:
+    """`trainer_routes`, plus an optimizer for the gate that learns from its routing cases: its
+    reflection states the `route_rule` of each family among the failed tasks it is shown (only
+    what it is shown: `moscopt.evidence.routing_cases`), merging keeps those lines, and its
+    proposal adds the rules the gate does not hold yet (at most two per edit)."""
+    normalized = {" ".join(t.prompt.split())[:400]: t for t in world.tasks}
+
+    def reflect(request: Any) -> str:
+        text = str(request.messages[-1]["content"])
+        cases = re.findall(r"^- task: (.*)$", text, re.MULTILINE)
+        found = [normalized[c.strip()] for c in cases if c.strip() in normalized]
+        families = dict.fromkeys(world.family_of(t) for t in found)
+        return "\n".join(f"- {route_rule(f)}" for f in families) or "- No routing pattern."
+
+    def merge(request: Any) -> str:
+        rules = dict.fromkeys(_RULE_RE.findall(str(request.messages[-1]["content"])))
+        return "\n".join(f"- {route_rule(f)}" for f, _ in rules) or "- No routing pattern."
+
+    def propose(request: Any) -> str:
+        text = str(request.messages[-1]["content"])
+        gate = _section(text, "The gating skill", "Scores")
+        analyses = _section(text, "Routing analyses", "Edits already rejected")
+        wanted = [f for f, _ in dict.fromkeys(_RULE_RE.findall(analyses))]
+        new = [f for f in wanted if route_rule(f) not in gate]
+        edits = [{"op": "add", "anchor": "", "content": route_rule(f)} for f in new[:2]]
+        return json.dumps({"reasoning": "route each family to its specialist", "edits": edits})
+
+    return {
+        **trainer_routes(world),
+        "reflect-gate": reflect,
+        "merge-gate": merge,
+        "propose-gate": propose,
     }
 
 

@@ -20,7 +20,12 @@ from moscopt.routing import engine as routing_engine
 from moscopt.routing.features import HashingEmbedder
 from moscopt.routing.router import FamiliarityRouter
 from moscopt.testing import FakeLM
-from moscopt.testing.router_world import make_router_run, trainer_routes
+from moscopt.testing.router_world import (
+    gate_learning_routes,
+    make_router_run,
+    route_rule,
+    trainer_routes,
+)
 from moscopt.testing.scripted import train_run
 
 
@@ -126,3 +131,45 @@ def test_the_trainer_embeds_its_tasks_in_one_batch_before_routing(
     train_run(run, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
     known = {t.id for t in [*sp.train, *sp.val]}
     assert BatchCounter.batches == [len(known)]  # every later routing read the cache
+
+
+@pytest.mark.parametrize("edit_steps", [2, 0])
+def test_hybrid_training_edits_the_gate_on_cases_of_its_shortlist(
+    tmp_path: Path, seed_dir: Path, edit_steps: int
+) -> None:
+    """The hybrid gate is an editable LLM gate: its routing cases name the shortlist it chose
+    from, and count as left out only skills it was offered; the world's gate optimizer learns a
+    routing rule from them, and a rule that helps on validation is kept."""
+    run, config, bench, sp, seeds, world = make_router_run(
+        tmp_path,
+        seed_dir,
+        **{
+            "gating.policy": "hybrid",
+            "router.shortlist": 3,
+            "pool.k": 1,
+            "gating.edit_steps": edit_steps,
+        },
+    )
+    world.gate_accuracy = 0.3
+    lm = FakeLM(routes=gate_learning_routes(world))
+    trainer = train_run(run, config, bench, sp, seeds, lm)
+    rollouts = run.events.of_type("rollout")
+    gated = [e for e in rollouts if e.activation == "gate"]
+    assert gated and all(len(e.offered) == 3 and set(e.skills) <= set(e.offered) for e in gated)
+    reflections = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "reflect-gate"]
+    gate = trainer.pool.gate
+    assert gate is not None
+    rules = [f for f in world.families if route_rule(f) in gate.body]
+    if edit_steps == 0:
+        assert not reflections and not rules
+        return
+    assert reflections
+    prompt = str(reflections[0].messages[-1]["content"])
+    assert "offered to the gate (the router's shortlist):" in prompt
+    for case in prompt.split("\n- task: ")[1:]:
+        offered = case.split("shortlist): ")[1].split("\n")[0].split(", ")
+        left_out = case.split("left out: ")[1].split("\n")[0] if "left out: " in case else ""
+        assert all(s.split(" (")[0] in offered for s in left_out.split(", ") if s)
+    edits = [e for e in run.events.of_type("edit") if e.target == "gate"]
+    accepted = [e for e in edits if e.status == "accepted"]
+    assert accepted and rules  # learned, validated and kept

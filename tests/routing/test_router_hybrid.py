@@ -57,6 +57,7 @@ def test_the_gate_reads_only_the_shortlist_and_fewer_tokens_than_the_llm_gate() 
     hybrid = HybridRouter(familiar(), hybrid_lm, pool(), 2, shortlist=3)
     activation = asyncio.run(hybrid.select(TASK))
     assert activation.skills == ("geometry", "counting") and activation.source == "gate"
+    assert activation.offered == ("counting", "geometry", "units")  # what the gate chose from
     text = prompt(hybrid_lm)
     rows = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ")]
     assert sorted(rows[1:]) == ["counting", "geometry", "units"]  # the header, then the shortlist
@@ -73,4 +74,5 @@ def test_a_shortlist_no_longer_than_k_needs_no_gate_call() -> None:
     lm = gate_lm()
     activation = asyncio.run(HybridRouter(familiar(), lm, pool(), 2, shortlist=2).select(TASK))
     assert activation.skills == ("counting", "geometry") and activation.source == "familiarity"
+    assert activation.offered == ()
     assert "gate" not in lm.purposes
