@@ -40,7 +40,7 @@ from moscopt.config import LLMConfig
 from moscopt.lm.base import LMRequest
 from moscopt.lm.batch_lines import ENDPOINT, batch_cost, input_file, output_bodies
 from moscopt.lm.batch_store import BatchRecord, BatchStore
-from moscopt.lm.litellm_env import alitellm, preload
+from moscopt.lm.litellm_env import alitellm, close_dropped_clients_at_loop_end, preload
 from moscopt.lm.retry import Fault
 from moscopt.lm.transport import DIRECT_PROVIDERS, Transport
 from moscopt.lm.wire import NotAnAnswer, RawAnswer, raw_answer
@@ -254,6 +254,7 @@ class BatchTransport:
         from moscopt.lm.litellm_transport import call_litellm
 
         module = await alitellm()
+        await close_dropped_clients_at_loop_end()  # litellm's batch calls leak SDK clients
         call = getattr(module, name)(**kwargs, **self._kwargs())
         return await call_litellm(call, self._timeout, [self._key])
 

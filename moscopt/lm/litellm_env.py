@@ -14,16 +14,24 @@ interpreter's exit take seconds.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import os
+import threading
 import warnings
+import weakref
+from collections.abc import AsyncIterator
 from concurrent.futures import Future
 from types import ModuleType
 
 from moscopt.lm import imports
 
 NAME = "litellm"
+_lock = threading.Lock()
+# per loop: the generator that closes the clients litellm dropped on it, when it ends
+_keepers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncIterator[None]]
+_keepers = weakref.WeakKeyDictionary()
 
 
 def preload() -> Future[ModuleType]:
@@ -39,6 +47,42 @@ def litellm() -> ModuleType:
 async def alitellm() -> ModuleType:
     """The configured litellm module, awaited without blocking the running loop."""
     return await imports.ready(NAME, _import_and_configure)
+
+
+async def close_dropped_clients_at_loop_end() -> None:
+    """Have `close_dropped_clients` run when the running loop ends (once per loop)."""
+    loop = asyncio.get_running_loop()
+    with _lock:
+        keeper = None if loop in _keepers else _keepers.setdefault(loop, _closing_clients())
+    if keeper is not None:
+        await keeper.__anext__()
+
+
+async def _closing_clients() -> AsyncIterator[None]:
+    """Suspended for the life of its loop: the loop's end (`asyncio.run`, and the sync API's
+    loop thread, close suspended async generators before they close the loop) runs `finally`."""
+    try:
+        yield
+    finally:
+        await close_dropped_clients()
+
+
+async def close_dropped_clients(timeout: float = 5.0) -> int:
+    """Close, on the running loop, the SDK clients litellm built on it and dropped; how many.
+
+    litellm's OpenAI files and batches calls (`--batch`) build an `AsyncOpenAI` client per call
+    and never close it. Such a client is a reference cycle, so only the collector frees it, and
+    its `__del__` schedules its close on whatever loop is running then: in a process that runs
+    several loops (a study, a batched run's evaluations) that is a later loop, over the dead
+    loop's connections ("Task exception was never retrieved ... Event loop is closed", one per
+    client). A collection here, as the loop ends, frees them while their own loop still runs;
+    the closes they schedule are awaited (at most `timeout` seconds)."""
+    before = asyncio.all_tasks()
+    gc.collect()
+    closing = asyncio.all_tasks() - before
+    if closing:
+        await asyncio.wait(closing, timeout=timeout)
+    return len(closing)
 
 
 def _import_and_configure() -> ModuleType:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -71,3 +72,40 @@ def test_a_runner_never_closed_ends_its_thread_when_collected() -> None:
     assert thread is not None
     thread.join(timeout=5)
     assert not thread.is_alive()
+
+
+class _DroppedClient:
+    """Like an SDK client litellm built and dropped: a reference cycle (only the collector
+    frees it) whose `__del__` schedules its close on the loop running at that moment."""
+
+    closed_on: ClassVar[list[asyncio.AbstractEventLoop]] = []
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        with contextlib.suppress(RuntimeError):  # no loop running: the SDK then does nothing
+            asyncio.get_running_loop().create_task(self.aclose())
+
+    async def aclose(self) -> None:
+        _DroppedClient.closed_on.append(asyncio.get_running_loop())
+
+
+@pytest.mark.parametrize("runner", ["asyncio.run", "LoopThread"])
+def test_clients_dropped_on_a_loop_are_closed_on_it_before_it_ends(runner: str) -> None:
+    from moscopt.lm.litellm_env import close_dropped_clients_at_loop_end
+
+    _DroppedClient.closed_on = []
+
+    async def use() -> asyncio.AbstractEventLoop:
+        await close_dropped_clients_at_loop_end()
+        _DroppedClient()
+        return asyncio.get_running_loop()
+
+    if runner == "asyncio.run":
+        loop = asyncio.run(use())
+    else:
+        thread = LoopThread()
+        loop = thread.run(use())
+        thread.close()
+    assert _DroppedClient.closed_on == [loop]
