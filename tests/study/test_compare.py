@@ -96,3 +96,30 @@ def test_gepa_stops_at_the_budget_or_when_it_only_replays_the_cache() -> None:
     idle = BudgetStop(Budget(10, calls=4), 10, Reflection(lm=None))  # type: ignore[arg-type]
     results = [idle(None) for _ in range(gepa_side.PATIENCE + 1)]
     assert results[-1] and not any(results[:-1]) and idle.stalled
+
+
+@pytest.mark.gepa
+def test_compare_with_gepa_in_batch_mode_spends_the_same_budget(
+    tmp_path: Path, seed_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`compare --batch`: every run's evaluations go through the batch API, and GEPA is still
+    held to the calls the full method spent."""
+    pytest.importorskip("gepa")
+    from moscopt.cli import app
+
+    root = project(tmp_path, seed_dir)
+    monkeypatch.chdir(root)
+    with FakeServer(responder=responder, batch_polls=1) as server:
+        args = [
+            "compare", "--with", "gepa", *common(server.url), "--budget-calls", str(BUDGET),
+            "--seeds", "1", "--study", "studies/b", "--no-cache", "--batch",
+            "--set", "llm.batch_poll=0.01",
+        ]  # fmt: skip
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert server.batches.created
+    table = json.loads((root / "studies/b/table.json").read_text())
+    rows = {r["configuration"]: r for r in table["rows"]}
+    full, other = rows["full"]["training"], rows["gepa"]["training"]
+    assert 0 < other["calls"] <= full["calls"] <= BUDGET
+    assert other["budget"] == full["calls"] and other["stopped_at_budget"] == 1
