@@ -26,6 +26,7 @@ from concurrent.futures import Future
 from types import ModuleType
 
 from moscopt.lm import imports
+from moscopt.lm.sync import until_loop_end
 
 NAME = "litellm"
 _lock = threading.Lock()
@@ -53,18 +54,10 @@ async def close_dropped_clients_at_loop_end() -> None:
     """Have `close_dropped_clients` run when the running loop ends (once per loop)."""
     loop = asyncio.get_running_loop()
     with _lock:
-        keeper = None if loop in _keepers else _keepers.setdefault(loop, _closing_clients())
-    if keeper is not None:
-        await keeper.__anext__()
-
-
-async def _closing_clients() -> AsyncIterator[None]:
-    """Suspended for the life of its loop: the loop's end (`asyncio.run`, and the sync API's
-    loop thread, close suspended async generators before they close the loop) runs `finally`."""
-    try:
-        yield
-    finally:
-        await close_dropped_clients()
+        if loop in _keepers:
+            return
+        keeper = _keepers[loop] = until_loop_end(close_dropped_clients)
+    await keeper.__anext__()
 
 
 async def close_dropped_clients(timeout: float = 5.0) -> int:

@@ -11,10 +11,23 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+async def until_loop_end(cleanup: Callable[[], object]) -> AsyncIterator[None]:
+    """Suspended for the life of its loop, then `cleanup()` (awaited if that is awaitable): a
+    loop's end closes the async generators still suspended before it closes the loop
+    (`asyncio.run` does, and `LoopThread` in `_finish`), and that runs the `finally`, on the
+    loop. Start it (`await keeper.__anext__()`) and keep it referenced for the loop's life."""
+    try:
+        yield
+    finally:
+        done = cleanup()
+        if isinstance(done, Awaitable):
+            await done
 
 
 async def _finish(cleanup: Callable[[], Awaitable[None]] | None) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
-from collections.abc import AsyncIterator
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -32,6 +31,7 @@ from moscopt.lm.base import LMRequest
 from moscopt.lm.http11 import HTTPError, Origin, Pool
 from moscopt.lm.redact import redact
 from moscopt.lm.retry import Fault, fault_for_status, parse_retry_after
+from moscopt.lm.sync import until_loop_end
 from moscopt.lm.wire import NotAnAnswer, RawAnswer, chat_body, dumps, loads, raw_answer
 
 # Providers whose wire format at an api_base is plain OpenAI chat, and their key variables.
@@ -57,15 +57,6 @@ def uses_direct_transport(model: str, api_base: str | None) -> bool:
     return api_base is not None and provider in DIRECT_PROVIDERS and "/" in model
 
 
-async def _closing(pool: Pool) -> AsyncIterator[None]:
-    """Holds `pool` open for the life of its loop: `asyncio.run` closes suspended async
-    generators before it closes the loop, and that runs the `finally`."""
-    try:
-        yield
-    finally:
-        pool.close()
-
-
 class HTTPTransport:
     """POST the chat body to `{api_base}/chat/completions`; one connection pool per loop."""
 
@@ -88,7 +79,7 @@ class HTTPTransport:
         if key:
             self._headers.append(("Authorization", f"Bearer {key}"))
         self._key = key
-        # per loop: its pool and the generator that closes it with the loop (`_closing`)
+        # per loop: its pool and the generator that closes it with the loop (`until_loop_end`)
         self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Pool, Any]]
         self._pools = weakref.WeakKeyDictionary()
         self._proxy = env_proxy(self._url)
@@ -108,7 +99,7 @@ class HTTPTransport:
         if entry is not None:
             return entry[0]
         pool = Pool(self._url, limit=self._max_connections, proxy=self._proxy)
-        keeper = _closing(pool)
+        keeper = until_loop_end(pool.close)
         self._pools[loop] = (pool, keeper)
         await keeper.__anext__()
         return pool
