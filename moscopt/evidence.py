@@ -72,6 +72,11 @@ def scores_text(rollouts: Sequence[RolloutEvent]) -> str:
     return f"this minibatch: {soft:.3f} mean reward, {hard:.3f} solved, over {len(rollouts)} tasks"
 
 
+def case_text(prompt: str) -> str:
+    """A task as a routing case shows it: on one line, its first 400 characters."""
+    return " ".join(prompt.split())[:400]
+
+
 def routing_cases(
     rollouts: Sequence[RolloutEvent],
     tasks: Mapping[str, Task],
@@ -87,7 +92,7 @@ def routing_cases(
         if r.reward >= SUCCESS and not r.gate_error:
             continue
         task = tasks.get(r.task_id)
-        text = " ".join((task.prompt if task else r.task_id).split())[:400]
+        text = case_text(task.prompt if task else r.task_id)
         floor = min((q.get(s, 0.0) for s in r.skills), default=0.0)
         better = sorted(
             (s for s in r.offered or pool_names if s not in r.skills and q.get(s, 0.0) > floor),

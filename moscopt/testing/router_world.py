@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.benchmarks.tasks import Task
+from moscopt.evidence import case_text
 from moscopt.gating import Activation, schema_answer, schema_ids
 from moscopt.skills import Pool, Skill
 
@@ -53,7 +54,7 @@ def route_rule(family: str) -> str:
     return f"Send {family} tasks to {specialist_name(family)}."
 
 
-_RULE_RE = re.compile(r"Send ([a-z]+) tasks to ([a-z]+)-specialist\.")
+_RULE_RE = re.compile(r"Send ([a-z]+) tasks to [a-z]+-specialist\.")  # the family
 
 
 def niche_pool(families: Sequence[str], generalists: int, gate: Skill | None) -> Pool:
@@ -219,24 +220,24 @@ def gate_learning_routes(world: NicheWorld) -> dict[str, Callable[[Any], str]]:
     reflection states the `route_rule` of each family among the failed tasks it is shown (only
     what it is shown: `moscopt.evidence.routing_cases`), merging keeps those lines, and its
     proposal adds the rules the gate does not hold yet (at most two per edit)."""
-    normalized = {" ".join(t.prompt.split())[:400]: t for t in world.tasks}
+    shown = {case_text(t.prompt): t for t in world.tasks}
 
     def reflect(request: Any) -> str:
         text = str(request.messages[-1]["content"])
         cases = re.findall(r"^- task: (.*)$", text, re.MULTILINE)
-        found = [normalized[c.strip()] for c in cases if c.strip() in normalized]
+        found = [shown[c.strip()] for c in cases if c.strip() in shown]
         families = dict.fromkeys(world.family_of(t) for t in found)
         return "\n".join(f"- {route_rule(f)}" for f in families) or "- No routing pattern."
 
     def merge(request: Any) -> str:
-        rules = dict.fromkeys(_RULE_RE.findall(str(request.messages[-1]["content"])))
-        return "\n".join(f"- {route_rule(f)}" for f, _ in rules) or "- No routing pattern."
+        families = dict.fromkeys(_RULE_RE.findall(str(request.messages[-1]["content"])))
+        return "\n".join(f"- {route_rule(f)}" for f in families) or "- No routing pattern."
 
     def propose(request: Any) -> str:
         text = str(request.messages[-1]["content"])
         gate = _section(text, "The gating skill", "Scores")
         analyses = _section(text, "Routing analyses", "Edits already rejected")
-        wanted = [f for f, _ in dict.fromkeys(_RULE_RE.findall(analyses))]
+        wanted = dict.fromkeys(_RULE_RE.findall(analyses))
         new = [f for f in wanted if route_rule(f) not in gate]
         edits = [{"op": "add", "anchor": "", "content": route_rule(f)} for f in new[:2]]
         return json.dumps({"reasoning": "route each family to its specialist", "edits": edits})
