@@ -20,6 +20,7 @@ runs any other model one text per pass.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -152,14 +153,12 @@ def encode_packed(model: Any, texts: Sequence[str]) -> list[Vector]:
         runs: list[Run] = []
         tokens: list[int] = []
         positions: list[int] = []
-        for i in members:
-            length = len(ids[i])
-            if runs and runs[-1].length == length:
-                runs[-1] = Run(runs[-1].start, runs[-1].count + 1, length)
-            else:
-                runs.append(Run(len(tokens), 1, length))
-            tokens += ids[i]
-            positions += range(length)
+        for length, same in itertools.groupby(members, key=lambda i: len(ids[i])):
+            texts_of_length = list(same)
+            runs.append(Run(len(tokens), len(texts_of_length), length))
+            for i in texts_of_length:
+                tokens += ids[i]
+                positions += range(length)
         rows = max(_MIN_ROWS, -(-len(tokens) // _MIN_ROWS) * _MIN_ROWS)
         filler = [0] * (rows - len(tokens))
         hidden = encoder(
