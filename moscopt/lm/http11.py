@@ -29,6 +29,8 @@ import h11
 
 Headers = Sequence[tuple[str, str]]
 READ_SIZE = 65536
+# what the network or the peer's HTTP raises: refused, reset, cut short, TLS, malformed
+_FAILURES = (OSError, asyncio.IncompleteReadError, h11.ProtocolError)
 
 
 class HTTPError(Exception):
@@ -142,7 +144,7 @@ class Pool:
             connection = await self._connection()
             try:
                 response = await connection.exchange(request, body)
-            except (OSError, asyncio.IncompleteReadError, h11.ProtocolError) as e:
+            except _FAILURES as e:
                 connection.close()
                 raise HTTPError(f"{type(e).__name__}: {e}") from None
             except BaseException:
@@ -162,7 +164,7 @@ class Pool:
             connection.close()
         try:
             return await self._open()
-        except (OSError, asyncio.IncompleteReadError, h11.ProtocolError) as e:
+        except _FAILURES as e:
             raise HTTPError(f"cannot connect to {self.origin.authority}: {e}") from None
 
     async def _open(self) -> _Connection:
