@@ -32,7 +32,8 @@ basics tasks), 9 of 10, K 1.06; `--seeds 0,1,2 --feature-dim 64` (room for 8 ort
 heads, without replay): 11.4 mean, K 1.19; `--seeds 0,1,2 --credit relative` (the paper's
 credit, without replay): 3.3 mean but K 2.34.
 
-Routing time (the defaults, 10 seeds, idle 2-core machine): 3.3 ms per task mean, 3.9 worst,
+Routing time (the defaults, 10 seeds, idle 2-core machine, four runs): 3.3 to 3.6 ms per task
+mean, 3.7 to 4.4 on the worst seed (5.5 in a fifth run started as another benchmark ended),
 nearly all of it the MiniLM forward pass of the batched embedding of the 120 test tasks; the
 heads and the cutoff take about 0.1 ms per task. A stripped task here has 8 to 26 tokens (13.2
 on average) and the pass costs about 0.2 ms per token: the texts are laid end to end in one
