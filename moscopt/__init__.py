@@ -1,14 +1,30 @@
 """moscopt: Mixture-of-Skills Collective Optimization for LLM agents.
 
-Importing this package is cheap: heavy libraries (litellm, torch, sentence-transformers,
-xllamacpp, datasets) are imported only inside the functions that need them.
+The library API is four plain functions, `train`, `evaluate`, `export` and `route` (defined in
+`moscopt.api`), with their typed results. Importing this package is cheap: they are loaded on
+first use, and heavy libraries (litellm, torch, sentence-transformers, xllamacpp, datasets) are
+imported only inside the functions that need them.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from moscopt.api import (
+        EvalReport,
+        FunctionLM,
+        Routing,
+        TrainResult,
+        evaluate,
+        export,
+        route,
+        train,
+    )
+    from moscopt.config import Config
+
 __version__ = "0.1.0"
 
-# The library API (moscopt.api), imported on first use so that `import moscopt` stays cheap.
 _API = (
     "train",
     "evaluate",
@@ -19,20 +35,30 @@ _API = (
     "EvalReport",
     "Routing",
 )
-__all__ = ["Config", "__version__", *_API]
+__all__ = [
+    "Config",
+    "EvalReport",
+    "FunctionLM",
+    "Routing",
+    "TrainResult",
+    "__version__",
+    "evaluate",
+    "export",
+    "route",
+    "train",
+]
 
 
 def __getattr__(name: str) -> object:
-    if name in ("export", "evaluate"):  # a module, callable as moscopt.api.<name>
-        import importlib
-
-        return importlib.import_module(f"moscopt.{name}")
     if name in _API:
         from moscopt import api
 
-        return getattr(api, name)
-    if name == "Config":
+        value = getattr(api, name)
+    elif name == "Config":
         from moscopt.config import Config
 
-        return Config
-    raise AttributeError(f"module 'moscopt' has no attribute {name!r}")
+        value = Config
+    else:
+        raise AttributeError(f"module 'moscopt' has no attribute {name!r}")
+    globals()[name] = value  # found once, then an ordinary attribute
+    return value

@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from moscopt.api_parts import (
+from moscopt.app.library import (
     ConfigLike,
     FunctionLM,
     LMLike,
@@ -49,9 +49,9 @@ from moscopt.api_parts import (
 from moscopt.errors import UserError
 
 if TYPE_CHECKING:
-    from moscopt.export import ExportResult
-    from moscopt.harness import Rollout
-    from moscopt.skills import Pool
+    from moscopt.agent.harness import Rollout
+    from moscopt.core.skills import Pool
+    from moscopt.exports import ExportResult
 
 
 @dataclass(frozen=True)
@@ -107,11 +107,11 @@ def train(
     """Optimize a pool (`skills`: a Pool, a skills folder; default the seed library) on `tasks`
     or `benchmark`; a new run in `run_dir` (default `runs/<name>-<time>`), or with `resume` the
     run there continued (give the same tasks)."""
-    from moscopt.assembly import pool_warnings, starting_pool
-    from moscopt.engine import Trainer, initial_state
-    from moscopt.resources import seed_skills_dir
-    from moscopt.rundir import RunDir
-    from moscopt.skills import Pool
+    from moscopt.app.assembly import pool_warnings, starting_pool
+    from moscopt.core.resources import seed_skills_dir
+    from moscopt.core.skills import Pool
+    from moscopt.optimizer.engine import Trainer, initial_state
+    from moscopt.run.rundir import RunDir
 
     cfg = config_of(config, lm, optimizer_lm)
     bench, splits, ref = benchmark_of(cfg, tasks, grader, benchmark, instructions)
@@ -179,8 +179,8 @@ def evaluate(
 ) -> EvalReport:
     """Score a deployment on a split: `skills` is a Pool, a skills folder, a run directory or
     an export folder (mixture, static or distilled); None: no skills (the baseline)."""
-    from moscopt.assembly import make_agent, make_router
-    from moscopt.evaluate import evaluate as run_eval
+    from moscopt.agent.evaluate import evaluate as run_eval
+    from moscopt.app.assembly import make_agent, make_router
 
     if split not in ("train", "val", "test", "all"):
         raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
@@ -225,10 +225,10 @@ def export(
     config: Mapping[str, Any] | None = None,
     top: int | None = None,
 ) -> ExportResult:
-    """Export a run (see `moscopt.export`). A run trained on Python `tasks` needs them again
+    """Export a run (see `moscopt.exports`). A run trained on Python `tasks` needs them again
     for `static` (its table is learned from the gate's decisions on them) and `distilled`."""
-    from moscopt.export import export_run
-    from moscopt.rundir import RunDir
+    from moscopt.exports import export_run
+    from moscopt.run.rundir import RunDir
 
     run = RunDir.open(run_dir)
     frozen = run.load_config()
@@ -236,7 +236,7 @@ def export(
     if tasks is not None:
         bench, splits, _ = benchmark_of(frozen, tasks, grader, None, instructions)
         resolved = (bench, splits)
-    from moscopt.assembly import LMs
+    from moscopt.app.assembly import LMs
 
     own = mode == "distilled" and (lm is not None or optimizer_lm is not None)
     with lms_of(frozen, None, lm, optimizer_lm) if own else contextlib.nullcontext() as pair:
@@ -262,7 +262,7 @@ def route(
 ) -> Routing:
     """Which skills a run's pool (its gate) or an export (mixture: its gate; static: its
     table, no model call) activates for `task`."""
-    from moscopt.assembly import make_router
+    from moscopt.app.assembly import make_router
 
     if (run_dir is None) == (export_dir is None):
         raise UserError("give run_dir or export_dir", field="run_dir")

@@ -32,17 +32,17 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from moscopt.agent import SkillAgent
+from moscopt.agent.evaluate import run_tasks
+from moscopt.agent.skill_agent import SkillAgent
 from moscopt.benchmarks import Benchmark, Task, get_benchmark
 from moscopt.config import load_config
-from moscopt.evaluate import run_tasks
-from moscopt.gating import FixedSkills
+from moscopt.core.resources import seed_skills_dir
+from moscopt.core.skills import Pool
+from moscopt.core.stats import mean_ci
 from moscopt.lm.base import LM
 from moscopt.lm.factory import build_lm
-from moscopt.policies.acceptance import Acceptance, Rewards, Verdict, make_acceptance
-from moscopt.resources import seed_skills_dir
-from moscopt.skills import Pool
-from moscopt.stats import mean_ci
+from moscopt.optimizer.policies.acceptance import Acceptance, Rewards, Verdict, make_acceptance
+from moscopt.routing.gate import FixedSkills
 from moscopt.testing import FakeServer
 from moscopt.testing.worlds import RuleWorld
 

@@ -20,14 +20,14 @@ import asyncio
 import collections
 import time
 
-from moscopt import editadam
 from moscopt.config import load_config
-from moscopt.editadam import EditAdam
-from moscopt.edits import ProposalError
+from moscopt.core.edits import ProposalError
+from moscopt.core.resources import seed_skills_dir
+from moscopt.core.skills import Pool
 from moscopt.lm import build_lm
-from moscopt.resources import seed_skills_dir
-from moscopt.skills import Pool
-from moscopt.state import OptimizerState
+from moscopt.optimizer import editadam
+from moscopt.optimizer.editadam import EditAdam
+from moscopt.run.state import OptimizerState
 
 ANALYSIS = (
     "The agent added the numbers correctly but forgot to convert minutes to hours before "

@@ -19,11 +19,11 @@ from typing import Any
 
 from moscopt.benchmarks import Splits, get_benchmark
 from moscopt.config import load_config
-from moscopt.engine import Trainer, initial_state
+from moscopt.core.resources import seed_skills_dir
+from moscopt.core.skills import Pool
 from moscopt.lm.base import LMRequest
-from moscopt.resources import seed_skills_dir
-from moscopt.rundir import RunDir
-from moscopt.skills import Pool
+from moscopt.optimizer.engine import Trainer, initial_state
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import tasks
 

@@ -38,15 +38,15 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from moscopt.agent.evaluate import run_tasks
 from moscopt.benchmarks import get_benchmark
 from moscopt.config import load_config
-from moscopt.engine import Trainer, initial_state
-from moscopt.evaluate import run_tasks
-from moscopt.ledger import EditEvent
+from moscopt.core.resources import seed_skills_dir
+from moscopt.core.skills import Pool
 from moscopt.lm.factory import build_lm
-from moscopt.resources import seed_skills_dir
-from moscopt.rundir import RunDir
-from moscopt.skills import Pool
+from moscopt.optimizer.engine import Trainer, initial_state
+from moscopt.run.ledger import EditEvent
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM, FakeServer
 from moscopt.testing.router_world import NicheWorld, gate_learning_routes, niche_pool, route_rule
 

@@ -68,7 +68,7 @@ def logging_lm(run: Any, **kw: Any) -> Any:
                       "completion_tokens": out.usage.completion_tokens, "cost": 0.0,
                       "latency": 0.001, "cache_hit": False, "retries": 0, "ok": True}  # fmt: skip
             try:
-                from moscopt.ledger import LLMCall
+                from moscopt.run.ledger import LLMCall
 
                 run.events.append(LLMCall(**record))
             except ImportError:  # before the typed ledger
@@ -83,7 +83,7 @@ def measure(steps: int) -> tuple[int, int, int]:
     from moscopt.testing.scripted import make_run, respond, tasks
 
     try:
-        from moscopt.engine import Trainer
+        from moscopt.optimizer.engine import Trainer
     except ImportError:  # before the engine
         from moscopt.trainer import Trainer  # type: ignore[no-redef]
 

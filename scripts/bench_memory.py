@@ -58,8 +58,8 @@ def rss():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
 from moscopt.benchmarks import Task
-from moscopt.evaluate import evaluate
-from moscopt.harness import Rollout
+from moscopt.agent.evaluate import evaluate
+from moscopt.agent.harness import Rollout
 n, reply, out = int(sys.argv[1]), int(sys.argv[2]) * 1024, Path(sys.argv[3])
 
 class Agent:

@@ -7,8 +7,8 @@ steps cost calls).
 The agent and its LLM gate talk over HTTP to `moscopt.testing.fake_server.FakeServer` playing
 `moscopt.testing.multistep_world.MultiStepWorld` (prompt tokens are the server's word counts).
 Step-level gating, K = 1, T = 4, no tools. First the gates and the halting controller are
-fitted (`moscopt.memory.training.learn`) on rollouts of the training tasks run to T with the
-memory and without halting; then every configuration runs the test tasks:
+fitted (`moscopt.extensions.memory.training.learn`) on rollouts of the training tasks run to T with
+the memory and without halting; then every configuration runs the test tasks:
 
 - full history: the router and the agent read the whole transcript;
 - query only: the router reads the task alone (the agent still reads the transcript);
@@ -28,13 +28,13 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from moscopt.agent.harness import Rollout
 from moscopt.benchmarks import Benchmark, Task, get_benchmark
 from moscopt.config import LLMConfig, load_config
-from moscopt.harness import Rollout
+from moscopt.extensions.memory.params import MemoryState
+from moscopt.extensions.memory.tracker import MemorySettings
+from moscopt.extensions.memory.training import describe, learn
 from moscopt.lm.client import LiteLLMClient
-from moscopt.memory.params import MemoryState
-from moscopt.memory.tracker import MemorySettings
-from moscopt.memory.training import describe, learn
 from moscopt.testing.fake_server import FakeServer
 from moscopt.testing.multistep_world import MultiStepWorld
 

@@ -57,20 +57,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from moscopt.agent import SkillAgent
+from moscopt.agent.evaluate import run_tasks
+from moscopt.agent.skill_agent import SkillAgent
 from moscopt.benchmarks import Benchmark, Task, get_benchmark
 from moscopt.config import load_config
-from moscopt.evaluate import run_tasks
-from moscopt.gating import Activation, GateStats, LLMGate, RandomGate, Router
+from moscopt.core.resources import seed_skills_dir
+from moscopt.core.skills import Pool
 from moscopt.lm.base import LM
 from moscopt.lm.factory import build_lm
-from moscopt.resources import seed_skills_dir
 from moscopt.routing.familiarity import FamiliarityModel, Hyper, Observation
 from moscopt.routing.features import MINILM, FeatureCache, make_embedder
+from moscopt.routing.gate import Activation, GateStats, LLMGate, RandomGate, Router
 from moscopt.routing.projection import Projection
 from moscopt.routing.router import FamiliarityRouter, HybridRouter
 from moscopt.routing.specialization import specialization_index
-from moscopt.skills import Pool
 from moscopt.testing import FakeServer
 from moscopt.testing.router_world import NicheWorld, OracleRouter, niche_pool
 

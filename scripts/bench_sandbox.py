@@ -1,4 +1,4 @@
-"""Print latency figures of the Python sandbox (`moscopt.tools.sandbox.run_python`).
+"""Print latency figures of the Python sandbox (`moscopt.agent.tools.sandbox.run_python`).
 
 Usage: python scripts/bench_sandbox.py [--runs N] [--threads T]
 
@@ -18,8 +18,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from moscopt.tools import _isolation, sandbox
-from moscopt.tools.sandbox import TestSpec, run_python
+from moscopt.agent.tools import _isolation, sandbox
+from moscopt.agent.tools.sandbox import TestSpec, run_python
 
 
 def _timed(fn: object, runs: int) -> list[float]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from moscopt.cli import app
-from moscopt.resources import seed_skills_dir
+from moscopt.core.resources import seed_skills_dir
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import server_responder, write_project
 

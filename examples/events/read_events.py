@@ -4,7 +4,7 @@ installed (`pip install duckdb` or `pip install pandas`).
     python read_events.py runs/<name>            # duckdb if installed, else pandas
     python read_events.py runs/<name> --engine pandas
 
-Each line of events.jsonl is one typed event (moscopt/ledger.py): `llm_call`, `rollout`,
+Each line of events.jsonl is one typed event (moscopt/run/ledger.py): `llm_call`, `rollout`,
 `validation`, `edit`, `evolution`, ... Fields at their default values are left out of a line,
 so a missing column means the default (0, false, empty).
 """

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from moscopt.benchmarks.spec import BenchmarkSpec, FieldMap, HubSource, LocalSource
 from moscopt.errors import UserError
-from moscopt.fsio import iter_lines, open_for_reading
+from moscopt.run.fsio import iter_lines, open_for_reading
 
 DATA_DIR_ENV = "MOSCOPT_DATA_DIR"
 Transform = Callable[[dict[str, Any]], dict[str, Any] | None]

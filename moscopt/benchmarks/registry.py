@@ -6,8 +6,8 @@ from pathlib import Path
 
 from moscopt.benchmarks.benchmark import Benchmark
 from moscopt.benchmarks.spec import load_spec
+from moscopt.core.resources import benchmark_specs_dir
 from moscopt.errors import UserError
-from moscopt.resources import benchmark_specs_dir
 
 
 def _spec_files(directory: Path) -> dict[str, Path]:

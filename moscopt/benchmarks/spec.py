@@ -16,10 +16,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from moscopt import yamlio
+from moscopt.core import yamlio
+from moscopt.core.validation import describe
 from moscopt.errors import UserError
-from moscopt.fsio import read_text
-from moscopt.validation import describe
+from moscopt.run.fsio import read_text
 
 GraderName = Literal["math", "numeric", "exact", "choice", "code", "ifeval", "custom"]
 ToolName = Literal["python", "shell", "search"]
@@ -55,7 +55,7 @@ class FieldMap(_Strict):
     instruction_kwargs: str | None = None  # IFEval per-instruction arguments
     meta: dict[str, str] = Field(default_factory=dict)  # meta key -> column (or `_config`)
     # the meta key (of `meta`, or of a hub source's `values`) whose value is the task's niche
-    # (MATH's subject, BBH's task, ...): what `moscopt.niches` groups competence by
+    # (MATH's subject, BBH's task, ...): what `moscopt.extensions.niches` groups competence by
     niche: str | None = None
 
 

@@ -32,7 +32,7 @@ def diff_cmd(
     ),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    from moscopt.history import History, open_run, skill_diff
+    from moscopt.run.history import History, open_run, skill_diff
 
     history = History.load(open_run(run))
     result = skill_diff(history, skill, from_step, to_step)

@@ -8,7 +8,7 @@ Elsewhere (a pipe, a log file, CI): one plain line per event, never wrapped, and
 `... still working` when nothing happened for `HEARTBEAT` seconds.
 
 When the gate's answers fall back often (the model is not following the gate's format), the
-run says so once and says what to change (`moscopt.gating.fallback_hint`).
+run says so once and says what to change (`moscopt.routing.gate.fallback_hint`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-from moscopt.gating import HIGH_FALLBACK, fallback_hint
+from moscopt.routing.gate import HIGH_FALLBACK, fallback_hint
 
 HEARTBEAT = 60.0  # seconds without an event before a plain-mode "still working" line
 

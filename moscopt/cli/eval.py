@@ -45,10 +45,10 @@ def eval_cmd(
     """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
     import json
 
-    from moscopt import runner
+    from moscopt.app import runner
+    from moscopt.app.project import open_project
     from moscopt.config import load_config
-    from moscopt.project import open_project
-    from moscopt.rundir import RunDir
+    from moscopt.run.rundir import RunDir
 
     flags, json_out = opts.overrides(), opts.json_out
     if run is not None:
@@ -56,7 +56,7 @@ def eval_cmd(
     else:
         cfg = open_project(opts.config, flags).config
     if mode is None and export is not None:
-        from moscopt.export import open_export
+        from moscopt.exports import open_export
 
         mode = open_export(export).mode
     chosen = mode or ("mixture" if (run is not None or skills is not None) else "none")

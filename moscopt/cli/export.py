@@ -44,8 +44,8 @@ def export_cmd(
     routing in the descriptions and a skill-router skill)."""
     import json
 
-    from moscopt.export import export_run
-    from moscopt.history import open_run
+    from moscopt.exports import export_run
+    from moscopt.run.history import open_run
 
     flags = opts.overrides()
     result = export_run(

@@ -16,7 +16,7 @@ def init_cmd(
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Scaffold a project: moscopt.yaml, skills/ (the seed library, gate included), .gitignore."""
-    from moscopt.project import init_project
+    from moscopt.app.project import init_project
 
     result = init_project(directory, force=force)
     if json_out:

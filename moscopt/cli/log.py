@@ -29,7 +29,7 @@ def log_cmd(
     import json
 
     from moscopt.errors import UserError
-    from moscopt.history import History, open_run
+    from moscopt.run.history import History, open_run
 
     history = History.load(open_run(run))
     entries = history.entries

@@ -102,7 +102,7 @@ def check_flags(values: dict[str, Any], names: dict[str, str]) -> None:
     from pydantic import ValidationError
 
     from moscopt.config import Config, set_dotted
-    from moscopt.validation import describe
+    from moscopt.core.validation import describe
 
     for dotted, value in values.items():
         data: dict[str, Any] = {}

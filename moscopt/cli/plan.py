@@ -35,7 +35,7 @@ def show_plan(
 
     notes: list[str] = []
     if run is None:
-        from moscopt.project import open_project
+        from moscopt.app.project import open_project
 
         project = open_project(opts.config, flags)
         config, skills_dir, root, start = project.config, project.skills_dir, project.root, 0
@@ -64,10 +64,10 @@ def _resumed(
     path: Path, flags: dict[str, Any], notes: list[str]
 ) -> tuple[Config, Path, Path, int, str | None]:
     """(config, skills, project root, epochs done, benchmark) of the run at `path`."""
+    from moscopt.app.runner import resumed_config
     from moscopt.errors import UserError
     from moscopt.lm.cache import project_root
-    from moscopt.rundir import RunDir
-    from moscopt.runner import resumed_config
+    from moscopt.run.rundir import RunDir
 
     run = RunDir.open(path)
     config = resumed_config(run, run.load_config(), flags)

@@ -27,8 +27,8 @@ def report_cmd(
     """Write a Markdown/HTML report: settings and totals, a learning-curve plot (PNG next to the
     report), best validation score per epoch, evaluated modes (from `moscopt eval --run`), every
     edit and evolution cycle, and the final Q-scores."""
-    from moscopt.history import open_run
-    from moscopt.report import write_report
+    from moscopt.report.page import write_report
+    from moscopt.run.history import open_run
 
     result = write_report(open_run(run), out, html_out=html_out, force=force)
     if json_out:

@@ -29,7 +29,7 @@ def route_cmd(
     """Show the skills the gate (mixture) or the routing table (static) activates for TASK."""
     import json
 
-    from moscopt.export.route import route_task
+    from moscopt.exports.route import route_task
 
     result = route_task(
         task,

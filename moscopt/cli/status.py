@@ -19,9 +19,9 @@ def status_cmd(
     """Show Q-scores, activations, synergy, edits and cost of a run; without --run, the project."""
     import json
 
-    from moscopt.project import open_project
-    from moscopt.rundir import RunDir
-    from moscopt.summary import project_summary, run_summary
+    from moscopt.app.project import open_project
+    from moscopt.report.summary import project_summary, run_summary
+    from moscopt.run.rundir import RunDir
 
     if run is not None:
         data = run_summary(RunDir.open(run))
@@ -121,7 +121,7 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
         )
         console.print(f"gate restoration at step {steps}")
     if d.get("niches"):
-        from moscopt.niches.summary import summary_lines
+        from moscopt.extensions.niches.summary import summary_lines
 
         for line in summary_lines(d["niches"]):
             console.print(line, soft_wrap=True)
@@ -141,7 +141,7 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             console.print(f"  {line}", soft_wrap=True)
     rate = d.get("gate_fallback_recent")
     if rate is not None:
-        from moscopt.gating import HIGH_FALLBACK, fallback_hint
+        from moscopt.routing.gate import HIGH_FALLBACK, fallback_hint
 
         console.print(f"gate fallback rate (recent steps): {rate:.0%}")
         if rate > HIGH_FALLBACK:

@@ -47,10 +47,10 @@ def stream_cmd(
     import json
     from datetime import datetime
 
+    from moscopt.app.project import open_project
     from moscopt.errors import UserError
+    from moscopt.extensions.niches import stream_run
     from moscopt.lm.errors import LMFatalError
-    from moscopt.niches import stream_run
-    from moscopt.project import open_project
 
     if order not in ("given", "shuffled"):
         raise UserError("--order must be given or shuffled", field="order")

@@ -60,8 +60,8 @@ def run_study_command(
     """What `ablate` and `compare` share: build the spec, run the study, print the table."""
     import json
 
+    from moscopt.app.project import open_project
     from moscopt.lm.errors import LMFatalError
-    from moscopt.project import open_project
     from moscopt.study import StudySpec, run_study
 
     benchmark, study = shape.benchmark, args.study

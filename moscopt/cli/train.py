@@ -72,9 +72,9 @@ def train_cmd(
     """Optimize the skill pool and the gate on a benchmark with MOSCOPT."""
     import json
 
-    from moscopt import runner
+    from moscopt.app import runner
+    from moscopt.app.project import open_project
     from moscopt.lm.errors import LMFatalError
-    from moscopt.project import open_project
 
     benchmark = shape.benchmark
     flags = opts.overrides(

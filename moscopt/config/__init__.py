@@ -6,7 +6,7 @@ configuration: API keys come from the usual environment variables and are never 
 and an `api_base` URL with a user name or password in it is refused.
 
 The sections live in `sections` (the optimizer) and `runtime` (calls, agents, data); `loading`
-holds `Config` and `load_config`. YAML is read with `moscopt.yamlio.StrictLoader` (anchors and
+holds `Config` and `load_config`. YAML is read with `moscopt.core.yamlio.StrictLoader` (anchors and
 aliases refused: an alias bomb is one line naming the file, at once) and written without them.
 """
 

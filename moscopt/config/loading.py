@@ -9,7 +9,6 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from moscopt import yamlio
 from moscopt.config.runtime import (
     AgentConfig,
     DataConfig,
@@ -29,9 +28,10 @@ from moscopt.config.sections import (
     Section,
     TrainingConfig,
 )
+from moscopt.core import yamlio
+from moscopt.core.validation import describe
 from moscopt.errors import UserError
-from moscopt.fsio import read_text
-from moscopt.validation import describe
+from moscopt.run.fsio import read_text
 
 CONFIG_FILE = "moscopt.yaml"
 DEFAULT_MODEL = "local/smollm2"

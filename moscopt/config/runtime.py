@@ -110,7 +110,7 @@ class LLMConfig(Section):
 
 
 class SearchToolConfig(Section):
-    """The agent's `search` tool (moscopt.tools.search)."""
+    """The agent's `search` tool (moscopt.agent.tools.search)."""
 
     # offline: BM25 over a local corpus (the task's own `corpus_field`, else `corpus`);
     # brave: the Brave Search API, its key from $BRAVE_API_KEY (never written anywhere)
@@ -144,7 +144,7 @@ class AgentConfig(Section):
     # wins (vote_m agent runs per task; needs a familiarity router); none: one agent
     aggregate: Literal["none", "vote"] = "none"
     vote_m: int = Field(3, ge=1, description="agent.aggregate vote: skills that vote")
-    # The external-agent harness (moscopt.external): your agent's command line (`claude -p`, a
+    # The external-agent harness (moscopt.agent.external): your agent's command line (`claude -p`, a
     # script), run once per task in a fresh folder holding the activated skills; null: built in.
     command: str | list[str] | None = None
     # where that agent looks for skills, relative to its folder (null: .claude/skills and
@@ -164,7 +164,7 @@ class AgentConfig(Section):
 
 
 class HaltingConfig(Section):
-    """Adaptive halting (moscopt.memory.halting). Off by default."""
+    """Adaptive halting (moscopt.extensions.memory.halting). Off by default."""
 
     enabled: bool = False
     agree: int = Field(2, ge=1, description="untrained rule: halt when this many answers agree")
@@ -178,7 +178,7 @@ class HaltingConfig(Section):
 
 
 class MemoryConfig(Section):
-    """Gated execution memory for multi-step agents (moscopt.memory). Off by default."""
+    """Gated execution memory for multi-step agents (moscopt.extensions.memory). Off by default."""
 
     enabled: bool = False  # the next step reads the retrieved memory instead of the transcript
     # what step-level gating reads besides the task: auto (memory when enabled, else progress),

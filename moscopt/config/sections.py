@@ -99,7 +99,7 @@ class OptimizerConfig(Section):
     # rejection buffer, no long-term memory: each proposal sees only this step's analysis)
     method: Literal["editadam", "reflect_edit"] = "editadam"
     # strict: one sample, accept on a strictly higher mean (the paper); paired: the sequential
-    # paired test of moscopt.policies.acceptance
+    # paired test of moscopt.optimizer.policies.acceptance
     acceptance: Literal["strict", "paired"] = "paired"
     max_val_samples: int = Field(5, ge=1, description="sample indices per acceptance decision")
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="of the paired acceptance test")
@@ -123,8 +123,9 @@ class EvolutionConfig(Section):
     fresh_skills: int = Field(2, ge=0, le=10)
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     cobreed: bool = True  # False: the "no co-breeding" ablation (offspring only by mutation)
-    # collective: the paper's cycle (moscopt.evolve); lifecycle: fork/merge/prune/seed with a
-    # pool size in [niches.lifecycle.n_min, n_max] (moscopt.niches.lifecycle)
+    # collective: the paper's cycle (moscopt.optimizer.evolve); lifecycle: fork/merge/prune/seed
+    # with a
+    # pool size in [niches.lifecycle.n_min, n_max] (moscopt.extensions.niches.lifecycle)
     policy: Literal["collective", "lifecycle"] = "collective"
 
 
@@ -149,7 +150,7 @@ class LifecycleConfig(Section):
 
 
 class NichesConfig(Section):
-    """Niches, competence and CODREAM transfer (moscopt.niches). Off by default."""
+    """Niches, competence and CODREAM transfer (moscopt.extensions.niches). Off by default."""
 
     enabled: bool = False  # track each task's niche and each skill's competence there
     transfer: bool = False  # CODREAM after failures (implies enabled)

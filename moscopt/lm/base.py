@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-from moscopt.fsio import canonical_json
+from moscopt.run.fsio import canonical_json
 
 # Bump when the meaning of a cached entry changes: old entries then simply stop matching.
 # 2: the endpoint's address is no longer part of the key (a restarted server keeps its hits).

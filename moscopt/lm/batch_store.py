@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moscopt.fsio import atomic_write_bytes, atomic_write_json
 from moscopt.lm.wire import loads
+from moscopt.run.fsio import atomic_write_bytes, atomic_write_json
 
 VERSION = 1
 PENDING = "submitted"

@@ -18,7 +18,7 @@ from moscopt.lm.local import check_installed
 from moscopt.lm.transport import DIRECT_PROVIDERS, Transport
 
 if TYPE_CHECKING:
-    from moscopt.rundir import EventLog
+    from moscopt.run.rundir import EventLog
 
 Role = Literal["agent", "optimizer"]
 
@@ -170,7 +170,7 @@ def _sink(events: EventLog | EventSink | None) -> EventSink | None:
         return None
     append = getattr(events, "append", None)
     if append is not None and not isinstance(events, list):
-        from moscopt.ledger import LLMCall
+        from moscopt.run.ledger import LLMCall
 
         log_append: Callable[..., Any] = append
 

@@ -13,8 +13,8 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
-from moscopt.fsio import canonical_json
 from moscopt.lm.base import LMRequest, public_url
+from moscopt.run.fsio import canonical_json
 
 LEGACY_DB = "cache.db"
 _TEXT = 3  # diskcache's MODE_TEXT

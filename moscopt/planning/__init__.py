@@ -20,8 +20,8 @@ from moscopt.planning.model import Measures, Part, Shape, count, worst_case
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Splits
     from moscopt.config import Config
+    from moscopt.core.skills import Pool
     from moscopt.planning.pilot import CallMeans, PilotResult
-    from moscopt.skills import Pool
 
 CHARS_PER_TOKEN = 4  # without a pilot: prompt tokens from prompt characters
 
@@ -124,8 +124,8 @@ def shape_of(
 ) -> Shape:
     """The run's shape, as the trainer will see it (`engine.skills_phase.batches` and friends),
     from epoch `start_epoch` (a resumed run's epochs done) to the last."""
-    from moscopt.agent import agent_tools
-    from moscopt.assembly import uses_llm_gate
+    from moscopt.agent.skill_agent import agent_tools
+    from moscopt.app.assembly import uses_llm_gate
 
     opt, gating, evo = config.optimizer, config.gating, config.evolution
     n, k = len(pool), config.pool.k
@@ -192,7 +192,7 @@ def make_plan(
     calls); `propose`: and one reflect/propose per target; `latency`: seconds per call to
     assume where nothing was measured (None: time unknown); `start_epoch`: the epochs a resumed
     run has done."""
-    from moscopt.assembly import benchmark_ref, check_models, resolve_benchmark, starting_pool
+    from moscopt.app.assembly import benchmark_ref, check_models, resolve_benchmark, starting_pool
 
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
@@ -229,8 +229,8 @@ def _roles(
     """Per-call tokens, latency and price of the agent's and the optimizer's model: measured
     by the pilot, else estimated from the prompts' text (characters / 4) and half the answer
     budget."""
-    from moscopt.editadam import PROPOSAL_TOKENS
     from moscopt.lm.pricing import Pricing
+    from moscopt.optimizer.editadam import PROPOSAL_TOKENS
 
     tasks = splits.train or splits.val
     task_chars = sum(len(t.prompt) for t in tasks) / max(1, len(tasks))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-ATTEMPTS = 2  # moscopt.evolve.ATTEMPTS (kept here so the count needs no engine import)
+ATTEMPTS = 2  # moscopt.optimizer.evolve.ATTEMPTS (kept here so the count needs no engine import)
 PAIRED_EVALUATIONS = 1.9  # rollouts per validation task per paired decision, on average
 PAIRED_LOOKS = 1.45  # sample indices looked at per paired decision (1.9 = looks + looks - 1)
 CODREAM_CALLS = 4  # diagnose, contrast, imagine, distil

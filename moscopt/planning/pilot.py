@@ -21,8 +21,8 @@ from moscopt.planning.model import Measures
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Splits
     from moscopt.config import Config
-    from moscopt.ledger import LLMCall
-    from moscopt.skills import Pool
+    from moscopt.core.skills import Pool
+    from moscopt.run.ledger import LLMCall
 
 ROLLOUT_PURPOSES = ("agent", "gate", "aggregate")  # a rollout's calls; the others optimize
 
@@ -94,14 +94,14 @@ def run_pilot(
     """Run the pilot (real LLM calls) and measure it; `fallback` fills what it cannot see."""
     import time
 
-    from moscopt.assembly import open_lms
-    from moscopt.engine import Trainer, initial_state
-    from moscopt.engine.skills_phase import batches
-    from moscopt.ledger import LLMCall, read_events
-    from moscopt.policies.edit_targets import SUCCESS
-    from moscopt.resources import seed_skills_dir
-    from moscopt.rundir import RunDir
-    from moscopt.skills import Pool as PoolType
+    from moscopt.app.assembly import open_lms
+    from moscopt.core.resources import seed_skills_dir
+    from moscopt.core.skills import Pool as PoolType
+    from moscopt.optimizer.engine import Trainer, initial_state
+    from moscopt.optimizer.engine.skills_phase import batches
+    from moscopt.optimizer.policies.edit_targets import SUCCESS
+    from moscopt.run.ledger import LLMCall, read_events
+    from moscopt.run.rundir import RunDir
 
     # the project's cache, named absolutely: the throwaway run lives outside the project
     llm = config.llm.model_copy(update={"cache_dir": str(cache_dir)})

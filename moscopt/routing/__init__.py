@@ -4,10 +4,10 @@
   off the event loop); `projection`: the fixed front end of the heads.
 - `familiarity`: per-skill predictor and frozen target heads, training from rollouts (credit
   per skill from shared rewards), cumulative-threshold adaptive K, the exploration bonus.
-- `router`: `FamiliarityRouter` and `HybridRouter` (the `moscopt.gating.Router` seam).
+- `router`: `FamiliarityRouter` and `HybridRouter` (the `moscopt.routing.gate.Router` seam).
 - `engine`: the runtime the trainer uses for `gating.policy: familiarity | hybrid`.
 - `specialization`: the per-niche activation distribution of a run and its index.
 - `vote`: the familiarity-weighted majority vote (the paper's aggregator).
 
-The router's export and loader are in `moscopt.export.router`.
+The router's export and loader are in `moscopt.exports.router`.
 """

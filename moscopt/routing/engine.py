@@ -25,18 +25,18 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from moscopt.gating import GateStats, Router, constrained_gate
 from moscopt.routing.familiarity import FamiliarityModel, Hyper, LearnStats, Observation
 from moscopt.routing.features import FeatureCache, make_embedder
+from moscopt.routing.gate import GateStats, Router, constrained_gate
 from moscopt.routing.projection import Projection
 from moscopt.routing.router import FamiliarityRouter, HybridRouter
 
 if TYPE_CHECKING:
+    from moscopt.agent.harness import Rollout
     from moscopt.benchmarks import Task
     from moscopt.config import RouterConfig
-    from moscopt.engine.context import Context
-    from moscopt.harness import Rollout
-    from moscopt.skills import Pool
+    from moscopt.core.skills import Pool
+    from moscopt.optimizer.engine.context import Context
 
 FIT_TASKS = 512
 POLICIES = ("familiarity", "hybrid")

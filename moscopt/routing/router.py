@@ -1,7 +1,7 @@
 """Routers over the familiarity estimator: `FamiliarityRouter` (no LLM call) and
 `HybridRouter` (the estimator shortlists, the LLM gate chooses K within the shortlist).
 
-Both follow the `moscopt.gating.Router` contract. `FamiliarityRouter.select` makes no model
+Both follow the `moscopt.routing.gate.Router` contract. `FamiliarityRouter.select` makes no model
 call: the task's embedding comes from the `FeatureCache` (computed once per text, in a worker
 thread), then the heads and the cutoff take well under a millisecond. Its activation source is
 `familiarity`; the hybrid router's is the LLM gate's (`gate`, `fallback`, ...), or `familiarity`
@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from moscopt.gating import Activation, GateStats, LLMGate
+from moscopt.core.skills import Pool
 from moscopt.routing.familiarity import FamiliarityModel, Routing
 from moscopt.routing.features import FeatureCache
-from moscopt.skills import Pool
+from moscopt.routing.gate import Activation, GateStats, LLMGate
 
 if TYPE_CHECKING:
     from moscopt.lm.base import LM

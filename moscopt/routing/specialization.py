@@ -2,7 +2,8 @@
 
 From a run's rollout events (every skill active in a rollout, each counted once) grouped by
 the task's niche (its benchmark label: the offline family, MATH's subject, BBH's task; see
-`moscopt.niches.assign.niche_key`). The index is the one `moscopt.niches` reports from its
+`moscopt.extensions.niches.assign.niche_key`). The index is the one `moscopt.extensions.niches`
+reports from its
 competence counts: one minus the normalised entropy of each skill's activations over the
 niches, averaged over skills weighted by their activations. 0: every skill is activated evenly
 on every niche; 1: each skill only on one niche. Next to it, per niche, the share of its top
@@ -15,11 +16,11 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from moscopt.niches.competence import concentration
+from moscopt.extensions.niches.competence import concentration
 
 if TYPE_CHECKING:
-    from moscopt.ledger import RolloutEvent
-    from moscopt.rundir import RunDir
+    from moscopt.run.ledger import RolloutEvent
+    from moscopt.run.rundir import RunDir
 
 Counts = Mapping[str, Mapping[str, int]]  # niche -> skill -> activations
 
@@ -71,7 +72,7 @@ def run_specialization(
     `index`, `niches` (per niche: activations, top skill, its share), `by_epoch` (the index of
     each epoch's rollouts). `niche_of` maps a task id to its niche; by default the run's
     benchmark labels are used, and without labels `index` is None with the `reason`."""
-    from moscopt.ledger import RolloutEvent
+    from moscopt.run.ledger import RolloutEvent
 
     state = run.load_state()
     if niche_of is None:
@@ -92,10 +93,10 @@ def run_specialization(
 
 
 def _benchmark_niches(run: RunDir) -> tuple[Callable[[str], str | None] | None, str]:
-    from moscopt.assembly import resolve_benchmark
+    from moscopt.app.assembly import resolve_benchmark
     from moscopt.config import load_config
     from moscopt.errors import UserError
-    from moscopt.niches.assign import niche_key
+    from moscopt.extensions.niches.assign import niche_key
 
     try:
         config = load_config(run.config_path)

@@ -17,15 +17,15 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from moscopt.agent import SkillAgent
-from moscopt.gating import FixedSkills
+from moscopt.agent.skill_agent import SkillAgent
+from moscopt.routing.gate import FixedSkills
 from moscopt.routing.vote import familiarity_vote
 
 if TYPE_CHECKING:
+    from moscopt.agent.harness import Rollout
     from moscopt.benchmarks import Task
-    from moscopt.gating import Router
-    from moscopt.harness import Rollout
     from moscopt.routing.familiarity import Routing
+    from moscopt.routing.gate import Router
 
 SOURCE = "vote"
 DETERMINISTIC = ("exact", "numeric", "math", "choice")

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from moscopt.fsio import atomic_write_json, iter_jsonl
+from moscopt.run.fsio import atomic_write_json, iter_jsonl
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 from moscopt.config import Config, load_config
 from moscopt.errors import UserError
-from moscopt.fsio import atomic_write_json
+from moscopt.run.fsio import atomic_write_json
 from moscopt.study.accounting import RewoundCalls, Spending, run_spending
 from moscopt.study.configurations import FULL, Configuration, get
 from moscopt.study.layout import Manifest, StudyDir, config_digest, run_name
@@ -53,9 +53,9 @@ class _Context:
     """What every run of the study shares: the project, the benchmark, the frame."""
 
     def __init__(self, spec: StudySpec, study: StudyDir) -> None:
-        from moscopt.assembly import benchmark_ref, resolve_benchmark
-        from moscopt.project import open_project
-        from moscopt.skills import Pool
+        from moscopt.app.assembly import benchmark_ref, resolve_benchmark
+        from moscopt.app.project import open_project
+        from moscopt.core.skills import Pool
 
         if spec.budget_calls < 1:
             raise UserError("--budget-calls must be at least 1", field="budget_calls")
@@ -161,7 +161,7 @@ def _execute(ctx: _Context, conf: Configuration, seed: int, name: str) -> dict[s
         assert full is not None, "the full run of each seed goes first"
         run_path = ctx.study.run_path(run_name(FULL, seed))
         training = dict(full["training"], derived_from=full["name"])
-        from moscopt.export.distill import DistillationFailed
+        from moscopt.exports.distill import DistillationFailed
 
         try:
             record["export"] = _export(run_path, conf.mode)
@@ -202,7 +202,7 @@ def _train(
 ) -> tuple[Path, Config, dict[str, Any]]:
     """Train (or resume) one run to its end or its budget; its spending and scores, kept in
     `records/<name>.train.json` (a kill in the test evaluation does not train it again)."""
-    from moscopt.rundir import RunDir
+    from moscopt.run.rundir import RunDir
 
     run_path = ctx.study.run_path(name)
     config = ctx.config(conf, seed, cache=ctx.study.cache_path(name))
@@ -230,9 +230,9 @@ def _train(
 def _train_to_end(ctx: _Context, config: Config, run_path: Path, rewound: RewoundCalls) -> bool:
     """Run `moscopt train` (or `--resume`) in `run_path` with the calls the budget has left;
     whether the budget stopped it."""
-    from moscopt import runner
+    from moscopt.app import runner
     from moscopt.lm.errors import BudgetExceeded
-    from moscopt.rundir import RunDir
+    from moscopt.run.rundir import RunDir
 
     if run_path.exists() and not (run_path / "state.json").exists():
         shutil.rmtree(run_path)  # killed while the run was being created: nothing in it yet
@@ -266,7 +266,7 @@ def _train_to_end(ctx: _Context, config: Config, run_path: Path, rewound: Rewoun
 
 
 def _export(run_path: Path, mode: str) -> dict[str, Any]:
-    from moscopt.export import export_run
+    from moscopt.exports import export_run
 
     result = export_run(run_path=run_path, mode=mode, force=True)
     info: dict[str, Any] = {"mode": mode, "skills": result.manifest.skills}
@@ -286,7 +286,7 @@ def _evaluate(
 ) -> dict[str, Any]:
     """The test evaluation every configuration gets: same split, same repeats rule, no budget
     (the budget is for training)."""
-    from moscopt import runner
+    from moscopt.app import runner
 
     config = config.model_copy(update={"llm": config.llm.model_copy(update={"max_calls": None})})
     outcome = runner.evaluate(

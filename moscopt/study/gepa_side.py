@@ -23,16 +23,16 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from moscopt.core.skills import GATE_NAME
 from moscopt.errors import UserError
-from moscopt.fsio import append_line, canonical_json, make_dirs
-from moscopt.skills import GATE_NAME
+from moscopt.run.fsio import append_line, canonical_json, make_dirs
 from moscopt.study.accounting import ledger_spending
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Task
     from moscopt.config import Config
+    from moscopt.core.skills import Pool
     from moscopt.lm import LM, Budget
-    from moscopt.skills import Pool
 
 PATIENCE = 25  # GEPA iterations without a new call (all answers cached) before it is stopped
 
@@ -43,9 +43,9 @@ def run_gepa(
     """Optimize the starting pool with GEPA until `budget_calls` calls are spent; write the
     best candidate to `out/skills/`; return the spending (as `moscopt.study.accounting`)."""
     gepa = require_gepa()
-    from moscopt.assembly import resolve_benchmark, starting_pool
-    from moscopt.ledger import EventLog
+    from moscopt.app.assembly import resolve_benchmark, starting_pool
     from moscopt.lm import Budget, BudgetExceeded, build_lm
+    from moscopt.run.ledger import EventLog
 
     bench, splits = resolve_benchmark(config, config.benchmark)
     pool, _ = starting_pool(skills_dir, config)
@@ -126,7 +126,7 @@ def candidate_of(pool: Pool) -> dict[str, str]:
 
 def pool_of(pool: Pool, candidate: dict[str, str]) -> Pool:
     """The pool with the candidate's texts as bodies (front matter unchanged)."""
-    from moscopt.skills import Pool
+    from moscopt.core.skills import Pool
 
     skills = tuple(s.with_body(candidate.get(s.name, s.body)) for s in pool.skills)
     gate = pool.gate
@@ -159,8 +159,8 @@ class SkillPoolAdapter:
     ) -> Any:
         from gepa.core.adapter import EvaluationBatch
 
-        from moscopt.assembly import make_agent, make_router
-        from moscopt.evaluate import run_tasks
+        from moscopt.agent.evaluate import run_tasks
+        from moscopt.app.assembly import make_agent, make_router
 
         pool = pool_of(self.pool, candidate)
         router = make_router(self.config, pool, self.lm)

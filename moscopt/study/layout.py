@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.errors import UserError
-from moscopt.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text
+from moscopt.run.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text
 
 MANIFEST = "study.json"
 SCHEMA_VERSION = 1
@@ -146,7 +146,7 @@ class StudyDir:
 
     def _config_changes(self, config_yaml: str) -> list[str]:
         """The dotted keys in which `config_yaml` differs from the study's moscopt.yaml."""
-        from moscopt import yamlio
+        from moscopt.core import yamlio
 
         stored = self.path / "moscopt.yaml"
         old = yamlio.load(read_text(stored)) if stored.exists() else {}

@@ -5,9 +5,9 @@ indices evaluated (`--repeats auto` takes 3 to 50). Two configurations are paire
 seed, the same task and the same sample indices (the indices both evaluated), so the task's
 difficulty and the sampling seed cancel out of the difference.
 
-- Accuracy: the mean over units, with `moscopt.stats.mean_ci` over the units (Wilson when every
+- Accuracy: the mean over units, with `moscopt.core.stats.mean_ci` over the units (Wilson when every
   unit is 0/1, the normal approximation otherwise).
-- Paired difference: the exact sign-flip test of `moscopt.policies.acceptance`
+- Paired difference: the exact sign-flip test of `moscopt.optimizer.policies.acceptance`
   (`SequentialSignFlip` with one look), once per side at (1 - confidence) / 2, so the interval
   is two-sided at `confidence`: `better` iff its low end is above 0, `worse` iff its high end
   is below 0, else `indistinguishable` from noise. Few units cannot be distinguished at all
@@ -30,7 +30,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Literal
 
-from moscopt.stats import mean_ci
+from moscopt.core.stats import mean_ci
 
 EXACT_UNITS = 1000
 Rows = dict[tuple[str, int], float]  # (task id, sample index) -> reward
@@ -152,7 +152,7 @@ def _interval(values: list[float], alpha: float) -> tuple[float, float, float, f
     """(low, high, p of the upper test, p of the lower test)."""
     n = len(values)
     if n <= EXACT_UNITS:
-        from moscopt.policies.acceptance import SequentialSignFlip
+        from moscopt.optimizer.policies.acceptance import SequentialSignFlip
 
         up = SequentialSignFlip(alpha, 1).look(values)
         down = SequentialSignFlip(alpha, 1).look([-v for v in values])

@@ -21,7 +21,7 @@ def plot_table(table: dict[str, Any], out: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    from moscopt.fsio import atomic_write_bytes
+    from moscopt.run.fsio import atomic_write_bytes
 
     names = [r["configuration"] for r in rows][::-1]
     acc = [r["accuracy"] for r in rows][::-1]

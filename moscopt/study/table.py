@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from moscopt.fsio import atomic_write_json, atomic_write_text
+from moscopt.run.fsio import atomic_write_json, atomic_write_text
 from moscopt.study.configurations import FULL, get
 from moscopt.study.layout import Manifest, StudyDir, run_name
 from moscopt.study.paired import Rows, accuracy, difference, load_rows

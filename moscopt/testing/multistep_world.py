@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moscopt.benchmarks import Task
+from moscopt.core.skills import Pool, Skill
 from moscopt.lm.base import LMRequest
-from moscopt.skills import Pool, Skill
 
 SKILLS = ("decompose", "compute", "cross-check", "summarize")
 _TASK_ID = re.compile(r"Task (ms-\d+)")
@@ -101,8 +101,8 @@ class MultiStepWorld:
     ) -> Any:
         """A `SkillAgent` over `pool()` with step-level gating by its LLM gate (K = 1), up to
         `max_steps` steps, and the execution memory `memory` (`MemorySettings` or None)."""
-        from moscopt.agent import SkillAgent
-        from moscopt.gating import LLMGate
+        from moscopt.agent.skill_agent import SkillAgent
+        from moscopt.routing.gate import LLMGate
 
         pool = self.pool()
         return SkillAgent(

@@ -13,8 +13,8 @@ and delta hold rule B. So beta and gamma are weak on A and strong on B, delta ne
 
 The optimizer is scripted by purpose: reflection and CODREAM phases give generic text but carry
 any `Technique:` line they are shown onwards; distillation turns it into an insight; a proposal
-adds each routed insight it is shown (`moscopt.niches.hook`) and otherwise a harmless generic
-sentence (which validation rejects: it changes no answer).
+adds each routed insight it is shown (`moscopt.extensions.niches.hook`) and otherwise a harmless
+generic sentence (which validation rejects: it changes no answer).
 
 `routes()` serves `FakeLM(routes=...)` (gate, agent and optimizer); `__call__(body)` serves
 `FakeServer` for the agent and the gate (with `gating.output: json`, the gate's request is the
@@ -33,9 +33,9 @@ from typing import Any
 
 from moscopt.benchmarks.tasks import Splits, Task
 from moscopt.config import Config, load_config
-from moscopt.gating import schema_answer, schema_ids
+from moscopt.core.skills import Pool, Skill
 from moscopt.lm.base import LMRequest
-from moscopt.skills import Pool, Skill
+from moscopt.routing.gate import schema_answer, schema_ids
 
 RULES = {
     "A": "Before adding, reverse the digits of each number.",
@@ -217,11 +217,11 @@ def stream_world(path: Path, seed_dir: Path, *, transfer: bool = True, n: int = 
     import asyncio
 
     from moscopt.benchmarks import get_benchmark
-    from moscopt.engine import initial_state
-    from moscopt.engine.context import Context
-    from moscopt.niches.stream import Stream
-    from moscopt.niches.stream_run import StreamSettings, finish, write_stream_file
-    from moscopt.rundir import RunDir
+    from moscopt.extensions.niches.stream import Stream
+    from moscopt.extensions.niches.stream_run import StreamSettings, finish, write_stream_file
+    from moscopt.optimizer.engine import initial_state
+    from moscopt.optimizer.engine.context import Context
+    from moscopt.run.rundir import RunDir
     from moscopt.testing import FakeLM
 
     seeds = Pool.load(seed_dir, require_gate=True)

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.benchmarks.tasks import Task
-from moscopt.evidence import case_text
-from moscopt.gating import Activation, schema_answer, schema_ids
-from moscopt.skills import Pool, Skill
+from moscopt.core.evidence import case_text
+from moscopt.core.skills import Pool, Skill
+from moscopt.routing.gate import Activation, schema_answer, schema_ids
 
 WRONG = "unknown"
 DESCRIPTIONS = {
@@ -166,8 +166,8 @@ def make_router_run(root: Path, seed_dir: Path, **overrides: Any) -> tuple[Any, 
     specialist per family and a generalist, `gating.policy: familiarity` over hashing features."""
     from moscopt.benchmarks import get_benchmark
     from moscopt.config import load_config
-    from moscopt.engine import initial_state
-    from moscopt.rundir import RunDir
+    from moscopt.optimizer.engine import initial_state
+    from moscopt.run.rundir import RunDir
 
     bench = get_benchmark("offline")
     sp = bench.load(sizes={"train": 24, "val": 6, "test": 6})
@@ -218,7 +218,7 @@ def _section(prompt: str, heading: str, until: str) -> str:
 def gate_learning_routes(world: NicheWorld) -> dict[str, Callable[[Any], str]]:
     """`trainer_routes`, plus an optimizer for the gate that learns from its routing cases: its
     reflection states the `route_rule` of each family among the failed tasks it is shown (only
-    what it is shown: `moscopt.evidence.routing_cases`), merging keeps those lines, and its
+    what it is shown: `moscopt.core.evidence.routing_cases`), merging keeps those lines, and its
     proposal adds the rules the gate does not hold yet (at most two per edit)."""
     shown = {case_text(t.prompt): t for t in world.tasks}
 
@@ -254,8 +254,8 @@ def trained_router_run(root: Path, seed_dir: Path, **overrides: Any) -> tuple[An
     """`make_router_run`, trained to the end with a `FakeLM` of `trainer_routes`: (run, world)."""
     import asyncio
 
-    from moscopt.engine import Trainer
-    from moscopt.rundir import RunDir
+    from moscopt.optimizer.engine import Trainer
+    from moscopt.run.rundir import RunDir
     from moscopt.testing.fake_lm import FakeLM
 
     run, config, bench, sp, seeds, world = make_router_run(root, seed_dir, **overrides)

@@ -17,10 +17,10 @@ from typing import Any
 
 from moscopt.benchmarks import Benchmark, Splits, Task, get_benchmark
 from moscopt.config import Config, load_config
-from moscopt.engine import initial_state
+from moscopt.core.skills import Pool
 from moscopt.lm.base import LMRequest
-from moscopt.rundir import RunDir
-from moscopt.skills import Pool
+from moscopt.optimizer.engine import initial_state
+from moscopt.run.rundir import RunDir
 from moscopt.testing.fake_lm import FakeLM
 
 MAGIC = "Always double-check the final number."
@@ -162,7 +162,7 @@ def train_run(
     the `Trainer` (its `state` is the final state)."""
     import asyncio
 
-    from moscopt.engine import Trainer
+    from moscopt.optimizer.engine import Trainer
 
     trainer = Trainer(
         run=RunDir.open(run.path), config=config, benchmark=bench, splits=sp,

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import moscopt
+from moscopt.core.skills import Pool
 from moscopt.errors import UserError
 from moscopt.lm.base import LMRequest
-from moscopt.skills import Pool
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, edit, gold_of, skill_name
 
@@ -117,7 +117,7 @@ def test_bad_input_is_a_user_error_before_any_call() -> None:
 def test_importing_moscopt_stays_cheap() -> None:
     code = (
         "import sys, moscopt; moscopt.__version__; "
-        "heavy = [m for m in ('moscopt.api', 'moscopt.engine', 'litellm', 'pydantic') "
+        "heavy = [m for m in ('moscopt.api', 'moscopt.optimizer.engine', 'litellm', 'pydantic') "
         "if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

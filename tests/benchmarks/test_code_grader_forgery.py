@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from moscopt.agent.tools import sandbox
 from moscopt.benchmarks.graders.code import build_program, make_code_grader, solution_program
 from moscopt.benchmarks.tasks import Task
-from moscopt.tools import sandbox
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 HIDDEN = "hidden-test-marker-5f3a"

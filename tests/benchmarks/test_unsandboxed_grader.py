@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from moscopt.assembly import resolve_benchmark
+from moscopt.agent.tools import sandbox
+from moscopt.app.assembly import resolve_benchmark
 from moscopt.config import load_config
-from moscopt.tools import sandbox
 
 NONE = sandbox.Layers(bwrap=False, namespaces=False, landlock=False, uid_drop=False)
 

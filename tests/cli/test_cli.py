@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from moscopt.cli import app
 from moscopt.config import Config
-from moscopt.rundir import RunDir
-from moscopt.skills import Pool
-from moscopt.state import RunState
+from moscopt.core.skills import Pool
+from moscopt.run.rundir import RunDir
+from moscopt.run.state import RunState
 
 runner = CliRunner()
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from moscopt import runner
+from moscopt.app import runner
 from moscopt.cli import app
 from moscopt.testing.scripted import write_project
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from moscopt.rundir import RunDir
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import server_responder as responder
 from moscopt.testing.scripted import write_project

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from moscopt.cli import app
-from moscopt.rundir import RunDir
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import MAGIC, server_responder, write_project
 

@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import pytest
 
-from moscopt.skills import Pool
+from moscopt.core.skills import Pool
 from tests.examples.conftest import Example
 
 pytestmark = pytest.mark.slow  # runs the example's commands end to end

@@ -11,7 +11,7 @@ import pytest
 from moscopt.config import Config, LLMConfig
 from moscopt.errors import UserError
 from moscopt.lm import LMSetupError, build_lm, check_model
-from moscopt.rundir import EventLog
+from moscopt.run.rundir import EventLog
 from moscopt.testing import FakeServer
 
 

@@ -162,9 +162,9 @@ def test_llm_threads_reaches_an_engine_not_loaded_yet(monkeypatch: pytest.Monkey
 @pytest.mark.slow
 def test_the_embedded_gate_answers_k_distinct_ids(tmp_path: Path) -> None:
     """Under the K-set enum the real model cannot repeat an id (it did in most array answers)."""
-    from moscopt.gating import GateStats, LLMGate
-    from moscopt.resources import seed_skills_dir
-    from moscopt.skills import Pool
+    from moscopt.core.resources import seed_skills_dir
+    from moscopt.core.skills import Pool
+    from moscopt.routing.gate import GateStats, LLMGate
 
     pool = Pool.load(seed_skills_dir(), require_gate=True)
     lm = build_lm(Config(llm=LLMConfig(cache=False)))

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from moscopt.rundir import RunDir
-from moscopt.skills import Pool
+from moscopt.core.skills import Pool
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import server_responder
 

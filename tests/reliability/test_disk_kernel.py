@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from moscopt.rundir import RunDir
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import server_responder
 
@@ -64,7 +64,7 @@ def errors(stderr: str) -> list[str]:
 def test_disk_full_mid_run_is_one_line_and_the_state_resumes(project: Path) -> None:
     with FakeServer(responder=server_responder) as server:
         train = moscopt(*train_args(server.url, "runs/r1"))
-        check = shlex.join([sys.executable, "-c", "from moscopt.rundir import RunDir; "
+        check = shlex.join([sys.executable, "-c", "from moscopt.run.rundir import RunDir; "
                             "r = RunDir.open('runs/r1'); r.load_pool(r.load_state())"])  # fmt: skip
         done = in_namespace(
             project,

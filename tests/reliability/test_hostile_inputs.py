@@ -20,14 +20,14 @@ from typing import Any, cast
 import pytest
 from typer.testing import CliRunner
 
-from moscopt.agent import SkillAgent
+from moscopt.agent.evaluate import evaluate
+from moscopt.agent.harness import Rollout
+from moscopt.agent.skill_agent import SkillAgent
 from moscopt.benchmarks import Task, get_benchmark
 from moscopt.cli import app
 from moscopt.config import load_config
+from moscopt.core.skills import Skill
 from moscopt.errors import UserError
-from moscopt.evaluate import evaluate
-from moscopt.harness import Rollout
-from moscopt.skills import Skill
 
 from .helpers import snapshot
 
@@ -100,7 +100,7 @@ def test_a_billion_laughs_does_not_hang(tmp_path: Path) -> None:
         "import sys\n"
         "from moscopt.config import load_config\n"
         "from moscopt.errors import UserError\n"
-        "from moscopt.skills import Pool\n"
+        "from moscopt.core.skills import Pool\n"
         "for load in (lambda: load_config('moscopt.yaml'), lambda: Pool.load('skills')):\n"
         "    try:\n"
         "        load()\n"

@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from moscopt.cli import app
-from moscopt.history import History
-from moscopt.rundir import RunDir
-from moscopt.state import SCHEMA_VERSION
+from moscopt.run.history import History
+from moscopt.run.rundir import RunDir
+from moscopt.run.state import SCHEMA_VERSION
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import MAGIC, server_responder
 

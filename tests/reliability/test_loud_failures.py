@@ -19,11 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 from moscopt.cli import app
-from moscopt.engine import Trainer
 from moscopt.lm.base import LMRequest
 from moscopt.lm.errors import LMRequestError
-from moscopt.policies.error_rate import ErrorRate, ErrorRateExceeded
-from moscopt.rundir import RunDir
+from moscopt.optimizer.engine import Trainer
+from moscopt.optimizer.policies.error_rate import ErrorRate, ErrorRateExceeded
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.fake_http import LoopbackHTTPServer, completion_body, error_body, send_json
 from moscopt.testing.scripted import make_run, respond, server_responder

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from moscopt.engine import Trainer
-from moscopt.ledger import EvolutionEvent
+from moscopt.core.skills import Pool
 from moscopt.lm.base import LMRequest
-from moscopt.rundir import RunDir
-from moscopt.skills import Pool
+from moscopt.optimizer.engine import Trainer
+from moscopt.run.ledger import EvolutionEvent
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, make_run, respond
 

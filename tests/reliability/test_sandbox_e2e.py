@@ -3,11 +3,11 @@
 The scripted model answers the first agent step of the run with an attack as its ```python tool
 call; the trainer must run it in the sandbox, hand the model an error observation (or harmless
 output), and carry on to a finished run. The tool-level attacks themselves are tested in
-`tests/tools/`; here the point is that they cannot stop or damage a training run.
+`tests/agent/tools/`; here the point is that they cannot stop or damage a training run.
 
 What is prevented, and by which layer on which machine, is the table in
-`moscopt/tools/sandbox.py`; the attacks themselves, each kernel layer on its own, are
-`tests/tools/test_attacks*.py`. The modes here: the sandbox as this machine runs it
+`moscopt/agent/tools/sandbox.py`; the attacks themselves, each kernel layer on its own, are
+`tests/agent/tools/test_attacks*.py`. The modes here: the sandbox as this machine runs it
 (bubblewrap where installed), and the fallback without bubblewrap and without namespaces
 (Landlock, seccomp, the audit hook).
 """
@@ -23,11 +23,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from moscopt.agent.tools import PythonTool, python_tool, sandbox
 from moscopt.lm.base import LMRequest
-from moscopt.rundir import RunDir
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import make_run, respond, train_run
-from moscopt.tools import PythonTool, python_tool, sandbox
 
 SECRET = "sk-SANDBOX-MARKER-7d1f0c"
 ESCAPE = Path("/tmp") / f"moscopt-escape-{uuid.uuid4().hex}"

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from moscopt.agent import SkillAgent
+from moscopt.agent.skill_agent import SkillAgent
+from moscopt.agent.tools import sandbox
 from moscopt.benchmarks import Task, get_benchmark
 from moscopt.config import load_config
-from moscopt.ledger import Notice
-from moscopt.rundir import RunDir
+from moscopt.run.ledger import Notice
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import make_run, respond, train_run
-from moscopt.tools import sandbox
 
 NONE = sandbox.Layers(bwrap=False, namespaces=False, landlock=False, uid_drop=False)
 TASK = Task("t1", "offline", "Compute 6 * 7.\n\nEnd with FINAL ANSWER: <n>", "42")

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from moscopt.engine import Trainer
-from moscopt.rundir import RunDir
-from moscopt.skills import Pool
+from moscopt.core.skills import Pool
+from moscopt.optimizer.engine import Trainer
+from moscopt.run.rundir import RunDir
 from moscopt.testing.scripted import make_run, scripted_lm
 
 OVERRIDES: dict[str, Any] = {"evolution.enabled": True, "credit.c_min": 1}

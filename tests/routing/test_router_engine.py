@@ -14,10 +14,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from moscopt.gating import schema_ids
 from moscopt.lm.base import LMRequest
 from moscopt.routing import engine as routing_engine
 from moscopt.routing.features import HashingEmbedder
+from moscopt.routing.gate import schema_ids
 from moscopt.routing.router import FamiliarityRouter
 from moscopt.testing import FakeLM
 from moscopt.testing.router_world import (

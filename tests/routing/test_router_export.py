@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from moscopt.errors import UserError
-from moscopt.export import export_run, open_export
-from moscopt.export.router import ROUTER_FILE, route_with_router
+from moscopt.exports import export_run, open_export
+from moscopt.exports.router import ROUTER_FILE, route_with_router
 from moscopt.routing.familiarity import FamiliarityModel
 from moscopt.routing.features import HashingEmbedder
 from moscopt.routing.specialization import run_specialization
@@ -46,7 +46,7 @@ def test_the_export_holds_the_mixture_and_the_heads_and_routes_as_the_run(
     assert deployment.mode == "router" and deployment.router is not None
     router = deployment.router.router(deployment.pool)
     # the run's trained heads, with no exploration
-    from moscopt.rundir import RunDir
+    from moscopt.run.rundir import RunDir
 
     state = RunDir.open(run_path).load_state()
     assert state.router is not None
@@ -90,7 +90,7 @@ def test_a_run_without_a_router_or_a_bad_router_file_is_a_clear_error(
 
 
 def test_the_run_specialization_index(trained: tuple[Path, list[str]]) -> None:
-    from moscopt.rundir import RunDir
+    from moscopt.run.rundir import RunDir
 
     spec = run_specialization(RunDir.open(trained[0]))
     assert 0.0 <= spec["index"] <= 1.0

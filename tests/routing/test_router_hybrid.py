@@ -7,13 +7,13 @@ import asyncio
 
 import numpy as np
 
-from moscopt.gating import LLMGate
+from moscopt.core.skills import Pool, Skill
 from moscopt.lm.base import LMRequest
 from moscopt.routing.familiarity import FamiliarityModel, Hyper
 from moscopt.routing.features import FeatureCache, HashingEmbedder
+from moscopt.routing.gate import LLMGate
 from moscopt.routing.projection import Projection
 from moscopt.routing.router import FamiliarityRouter, HybridRouter
-from moscopt.skills import Pool, Skill
 from moscopt.testing import FakeLM
 
 NAMES = ("algebra", "counting", "dates", "geometry", "spelling", "units")

@@ -11,13 +11,13 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from moscopt.cli import app
-from moscopt.engine import Trainer
-from moscopt.memory.halting import HALTING_FEATURES
-from moscopt.memory.params import MemoryState, ModelParams
-from moscopt.niches.records import NicheState
-from moscopt.report import write_report
-from moscopt.rundir import RunDir
-from moscopt.summary import run_summary
+from moscopt.extensions.memory.halting import HALTING_FEATURES
+from moscopt.extensions.memory.params import MemoryState, ModelParams
+from moscopt.extensions.niches.records import NicheState
+from moscopt.optimizer.engine import Trainer
+from moscopt.report.page import write_report
+from moscopt.report.summary import run_summary
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.router_world import make_router_run, trainer_routes
 

@@ -14,19 +14,19 @@ import re
 import numpy as np
 import pytest
 
-from moscopt.assembly import make_agent
+from moscopt.agent.evaluate import run_tasks
+from moscopt.app.assembly import make_agent
 from moscopt.benchmarks import Benchmark, Task, get_benchmark
 from moscopt.config import load_config
+from moscopt.core.skills import Pool, Skill
 from moscopt.errors import UserError
-from moscopt.evaluate import run_tasks
-from moscopt.gating import FixedSkills
 from moscopt.lm.base import LMRequest
 from moscopt.routing.familiarity import FamiliarityModel, Hyper
 from moscopt.routing.features import FeatureCache, HashingEmbedder
+from moscopt.routing.gate import FixedSkills
 from moscopt.routing.projection import Projection
 from moscopt.routing.router import FamiliarityRouter
 from moscopt.routing.voting import VotingAgent
-from moscopt.skills import Pool, Skill
 from moscopt.testing import FakeLM
 
 SKILLS = ("alpha", "beta", "gamma")

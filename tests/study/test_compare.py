@@ -10,8 +10,8 @@ import pytest
 from study_world import common, project, responder
 from typer.testing import CliRunner
 
+from moscopt.core.skills import Pool
 from moscopt.lm import Budget
-from moscopt.skills import Pool
 from moscopt.study import gepa_side
 from moscopt.study.gepa_side import BudgetStop, Reflection, ValsetTracker, candidate_of, pool_of
 from moscopt.testing import FakeServer

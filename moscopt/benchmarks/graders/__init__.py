@@ -22,7 +22,7 @@ def make_grader(spec: BenchmarkSpec, *, allow_unsandboxed: bool = False) -> Grad
     """The grading function for `spec` (custom entry points are imported here).
 
     `allow_unsandboxed` (config key `agent.allow_unsandboxed`) lets the code grader run tests
-    where nothing isolates reads (`moscopt.tools.sandbox.isolation_available`)."""
+    where nothing isolates reads (`moscopt.agent.tools.sandbox.isolation_available`)."""
     kind = spec.grader
     if kind == "math":
         from moscopt.benchmarks.graders.math import grade_math, require_math_verify

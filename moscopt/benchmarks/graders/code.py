@@ -7,7 +7,7 @@ The solution's program is `prefix + solution + setup`:
 - `setup` (MBPP `test_setup_code`) runs after the solution: in the data it builds test inputs
   from classes the solution defines (e.g. `root = Node(1)` for task 367).
 
-The tests do not run in that program. The sandbox's judge (`moscopt.tools._testrunner`) runs
+The tests do not run in that program. The sandbox's judge (`moscopt.agent.tools._testrunner`) runs
 them in a process of its own, against proxies of the solution's functions, with its own copy of
 the prompt's helpers and pristine builtins, and proves that they all passed with a per-run token
 the solution's process never sees. Reward 1 only on that proof; an exit code proves nothing (a
@@ -67,7 +67,7 @@ def entry_points(task: Task) -> list[str]:
 
 def make_code_grader(timeout: float, *, allow_unsandboxed: bool = False) -> GradeFn:
     def grade_code(task: Task, response: str) -> Grade:
-        from moscopt.tools.sandbox import UNSANDBOXED_REFUSED, TestSpec, run_python
+        from moscopt.agent.tools.sandbox import UNSANDBOXED_REFUSED, TestSpec, run_python
 
         if not isinstance(task.gold, Mapping):
             raise TypeError(f"gold of {task.id} is not a test description")

@@ -1,0 +1,279 @@
+"""The one place that assembles moscopt's parts for train, eval, export and route: benchmarks and
+their splits, the starting pool, the LMs of the roles a command needs, routers and agents.
+
+    with open_lms(config, run, roles=("agent",)) as lms:
+        agent = make_agent(config, bench, pool, make_router(config, pool, lms.agent, stats=...))
+
+`open_lms` checks and builds only the roles asked for (`eval` and `route` never need the
+optimizer model's key) and always closes what it built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from moscopt.config import Config
+from moscopt.core.resources import seed_skills_dir
+from moscopt.core.skills import Pool
+from moscopt.errors import UserError
+
+if TYPE_CHECKING:
+    from moscopt.agent.skill_agent import SkillAgent
+    from moscopt.benchmarks import Benchmark, Splits, Task
+    from moscopt.extensions.memory.params import MemoryState
+    from moscopt.lm.base import LM
+    from moscopt.routing.gate import GateStats, Router
+    from moscopt.routing.table import RoutingTable
+    from moscopt.run.rundir import RunDir
+
+Role = Literal["agent", "optimizer"]
+
+
+# -- benchmarks and pools ------------------------------------------------------------------------
+
+
+def named_benchmark(config: Config, name: str | None) -> Benchmark:
+    """The benchmark `name` (else the config's), set up as `config` says, its data not read."""
+    from moscopt.benchmarks import get_benchmark
+
+    name = name or config.benchmark
+    if not name:
+        raise UserError("no benchmark: pass --benchmark NAME (see `moscopt benchmarks`)")
+    bench = get_benchmark(name)
+    bench.allow_unsandboxed = config.agent.allow_unsandboxed
+    return bench
+
+
+def resolve_benchmark(config: Config, name: str | None) -> tuple[Benchmark, Splits]:
+    """The benchmark and its splits (train and val must not be empty)."""
+    bench = named_benchmark(config, name)
+    splits = bench.load_config(config.data)
+    for split in ("train", "val"):
+        if not splits[split]:
+            raise UserError(f"the {split} split of '{bench.name}' is empty", field="data")
+    return bench, splits
+
+
+def benchmark_ref(bench: Benchmark) -> str:
+    """How a run refers to its benchmark: the name of a built-in one, else its spec's path."""
+    from moscopt.core.resources import benchmark_specs_dir
+
+    path = bench.spec_path
+    if path is None or path.resolve().parent == benchmark_specs_dir().resolve():
+        return bench.name
+    return str(path.resolve())
+
+
+def starting_pool(skills_dir: Path, config: Config) -> tuple[Pool, list[str]]:
+    """The pool a new run starts from: the first N skills (by name) and a gate."""
+    notes = []
+    pool = Pool.load(skills_dir)
+    n, k = config.pool.n, config.pool.k
+    if len(pool) > n:
+        notes.append(f"using the first {n} of {len(pool)} skills in {skills_dir} (pool.n = {n})")
+        pool = Pool(skills=pool.skills[:n], gate=pool.gate)
+    if k > len(pool):
+        raise UserError(
+            f"K = {k} but only {len(pool)} skills are available in {skills_dir}", field="pool.k"
+        )
+    notes.extend(pool_warnings(len(pool), config))
+    if pool.gate is None and not (len(pool) == 1 and k == 1):
+        seeds = Pool.load(seed_skills_dir(), require_gate=True)
+        pool = Pool(skills=pool.skills, gate=seeds.gate)
+        notes.append(f"{skills_dir} has no gate/SKILL.md: using the seed library's gate")
+    return pool, notes
+
+
+def pool_warnings(n: int, config: Config) -> list[str]:
+    """K checked against the pool actually loaded (not `pool.n`): K >= N turns the gate off and
+    is an error unless asked for (`--gate all`); K/N > 0.8 leaves the gate little choice."""
+    k = config.pool.k
+    if n == 1 and k == 1:
+        return []  # single-skill optimization
+    if k >= n and config.gating.policy != "all":
+        raise UserError(
+            f"K = {k} with a pool of {n} skills: the gate would select nothing; add skills, "
+            "lower pool.k, or pass --gate all for the K = N ablation",
+            field="pool.k",
+        )
+    if k < n and k / n > 0.8:
+        return [f"K/N = {k}/{n} > 0.8: gating has little to choose; add skills or lower K"]
+    return []
+
+
+# -- LMs -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class LMs:
+    """The LMs of one command. `optimizer` is `agent` when both roles use one model."""
+
+    agent: LM
+    optimizer: LM | None = None
+
+
+def model_of(config: Config, role: Role) -> str:
+    return config.model if role == "agent" else config.effective_optimizer_model
+
+
+def check_models(config: Config, roles: Sequence[Role] = ("agent", "optimizer")) -> None:
+    """Fail early, before any work, on a model of `roles` that cannot be called."""
+    from moscopt.lm import check_model
+
+    if config.agent.command and "agent" in roles:  # the external agent's program, up front
+        from moscopt.agent.external import AgentCommand
+
+        AgentCommand.from_config(config.agent)
+    checked = set()
+    for role in roles:
+        model = model_of(config, role)
+        if model not in checked:
+            field = "model" if role == "agent" else "optimizer_model"
+            check_model(model, config.api_base, field=field)
+            checked.add(model)
+
+
+@contextlib.contextmanager
+def open_lms(
+    config: Config,
+    run: RunDir | None,
+    *,
+    roles: Sequence[Role] = ("agent",),
+    used_calls: int = 0,
+    used_cost: float = 0.0,
+    log_events: bool = False,
+) -> Iterator[LMs]:
+    """The LMs of `roles`, sharing one budget and the project's response cache; closed on exit.
+
+    Only training logs its calls in the run's events.jsonl (`log_events`): the log belongs to
+    the trainer, which rewinds it to its last save when a run resumes. Evaluation, export and
+    routing report their calls in their own output instead.
+    """
+    from moscopt.lm import Budget, build_lm
+    from moscopt.lm.cache import RECORD_FILE, shared_cache_dir
+    from moscopt.run.ledger import CallSink
+
+    check_models(config, roles)
+    budget = Budget(config.llm.max_calls, config.llm.max_cost, calls=used_calls, cost=used_cost)
+    # The response cache is the project's, shared by its runs; the run records what it used.
+    cache_dir = shared_cache_dir(config.llm, run_path=run.path if run is not None else None)
+    record = run.cache_dir / RECORD_FILE if run is not None else None
+    events = CallSink(run.events) if (run is not None and log_events) else None
+    built: list[LM] = []
+    try:
+        agent = build_lm(
+            config, role="agent", cache_dir=cache_dir, record=record, events=events, budget=budget
+        )
+        built.append(agent)
+        optimizer: LM | None = None
+        if "optimizer" in roles:
+            optimizer = agent
+            if config.effective_optimizer_model != config.model:
+                optimizer = build_lm(
+                    config, role="optimizer", cache=agent.cache, events=events, budget=budget
+                )
+                built.append(optimizer)
+        yield LMs(agent, optimizer)
+    finally:
+        for lm in built:
+            close = getattr(lm, "close", None)
+            if close is not None:
+                close()
+
+
+# -- routers and agents --------------------------------------------------------------------------
+
+
+def uses_llm_gate(config: Config, pool: Pool) -> bool:
+    """Whether `pool` is routed by its own, editable LLM gate (`gating.policy: llm`, or `hybrid`
+    where the gate chooses within the familiarity router's shortlist; a gate; and K < N): the
+    trainer's gate phase, gate edits and restoration apply only then."""
+    return (
+        config.gating.policy in ("llm", "hybrid")
+        and pool.gate is not None
+        and config.pool.k < len(pool)
+    )
+
+
+def make_router(
+    config: Config,
+    pool: Pool | None,
+    lm: LM,
+    *,
+    stats: GateStats | None = None,
+    table: RoutingTable | None = None,
+) -> Router:
+    """The router of a pool: a static routing `table` if given (no model call); one fixed set
+    for N = K = 1 or K >= N or `gating.policy: all`; the random gate (ablation, or a pool with no
+    gate); else the LLM gate seeing `stats`."""
+    from moscopt.routing.gate import FixedSkills, GateStats, LLMGate, RandomGate, constrained_gate
+
+    if pool is None:
+        return FixedSkills((), "none")
+    if table is not None:
+        from moscopt.routing.table import StaticRouter
+
+        return StaticRouter(table)
+    k = min(config.pool.k, len(pool))
+    if len(pool) == 1 and k == 1:
+        return FixedSkills(pool.names[:1], "single")
+    if config.gating.policy == "all" or k >= len(pool):
+        return FixedSkills(pool.names, "all")
+    if config.gating.policy == "random" or pool.gate is None:
+        return RandomGate(pool, k, config.seed)
+    stats = stats or GateStats(c_min=config.credit.c_min)
+    return LLMGate(lm, pool, k, stats, constrained=constrained_gate(lm.model, config.gating.output))
+
+
+def gate_stats(config: Config, state: object) -> GateStats:
+    """What the gate sees of a run's statistics (Q-scores from `gating.enrich_epoch` on)."""
+    from moscopt.routing.gate import GateStats
+
+    return GateStats(
+        q=dict(getattr(state, "q", {})),
+        activations=dict(getattr(state, "activations", {})),
+        enriched=int(getattr(state, "epoch", 0)) >= config.gating.enrich_epoch,
+        c_min=config.credit.c_min,
+    )
+
+
+def make_agent(
+    config: Config,
+    bench: Benchmark,
+    pool: Pool | None,
+    router: Router,
+    lm: LM,
+    *,
+    memory: MemoryState | None = None,
+    tasks: Sequence[Task] = (),
+) -> SkillAgent:
+    """The agent `config` describes over `router`. `memory`: the learned execution-memory gates
+    and halting controller (a run's `state.memory`, or a mixture export's); `tasks`: the tasks
+    it will run, if known, embedded for the familiarity router now in one batched call (the
+    caller's event loop has not started: nothing waits). With `agent.aggregate: vote` the agent
+    answers deterministic-answer tasks by the vote of the top `agent.vote_m` skills by
+    familiarity (`moscopt.routing.voting`)."""
+    from moscopt.agent.skill_agent import SkillAgent
+
+    agent = SkillAgent.from_config(lm, bench, pool, router, config, memory=memory)
+    prefetch = getattr(router, "prefetch", None)
+    if tasks and prefetch is not None:
+        import asyncio
+
+        asyncio.run(prefetch([t.prompt for t in tasks]))
+    if config.agent.aggregate == "vote":
+        from moscopt.routing.voting import VotingAgent, explainer
+
+        explain = explainer(router)
+        if explain is None:
+            raise UserError(
+                "agent.aggregate: vote ranks the skills by familiarity: use the familiarity "
+                "router (eval --mode router, or gating.policy familiarity or hybrid)",
+                field="agent.aggregate",
+            )
+        agent = VotingAgent(agent, explain, config.agent.vote_m)
+    return agent

@@ -1,0 +1,353 @@
+"""What `moscopt train` and `moscopt eval` do, as library calls (the CLI only parses and prints).
+
+These functions tie the pieces together: the project's config and pool, the benchmark and its
+splits, the run directory, the LMs (sharing one budget, caching in the run) and the trainer or
+the evaluator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from moscopt.app.assembly import (
+    benchmark_ref,
+    check_models,
+    gate_stats,
+    make_agent,
+    make_router,
+    named_benchmark,
+    open_lms,
+    resolve_benchmark,
+    starting_pool,
+)
+from moscopt.config import Config
+from moscopt.core.resources import seed_skills_dir
+from moscopt.core.skills import Pool
+from moscopt.errors import UserError
+from moscopt.run.fsio import atomic_write_text
+from moscopt.run.rundir import RunDir
+
+if TYPE_CHECKING:
+    from moscopt.agent.evaluate import EvalResult
+    from moscopt.agent.harness import Rollout
+    from moscopt.benchmarks import Benchmark, Splits, Task
+    from moscopt.routing.gate import GateStats
+    from moscopt.run.state import RunState
+
+# Flags that may change when a run resumes (operational); anything else must match the frozen
+# config, or the resumed run would silently become a different experiment.
+RESUMABLE = (
+    "llm.concurrency",
+    "llm.max_calls",
+    "llm.max_cost",
+    "llm.timeout",
+    "llm.max_retries",
+    "llm.max_error_rate",
+)
+
+
+@dataclass
+class TrainOutcome:
+    run: RunDir
+    before: float | None
+    after: float | None
+    resumed: bool
+    changed: bool = True  # False: training kept the starting pool (no edit or evolution kept)
+
+
+def default_run_path(config: Config, root: Path, benchmark: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return root / config.runs_dir / f"{benchmark}-{stamp}"
+
+
+def train(
+    *,
+    config: Config,
+    skills_dir: Path,
+    benchmark: str | None,
+    run_path: Path | None,
+    project_root: Path,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    notes: Callable[[str], None] | None = None,
+) -> TrainOutcome:
+    """Start a new run and train it to the end."""
+    bench, splits = resolve_benchmark(config, benchmark)
+    pool, messages = starting_pool(skills_dir, config)
+    for m in messages:
+        if notes:
+            notes(m)
+    ref = benchmark_ref(bench)
+    config = config.model_copy(update={"benchmark": ref})
+    if config.data.path is not None:  # the frozen config must work from any directory
+        data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
+        config = config.model_copy(update={"data": data})
+    path = run_path or default_run_path(config, project_root, bench.name)
+    from moscopt.optimizer.engine import initial_state
+
+    check_models(config)
+    with RunDir(path).locked():
+        state = initial_state(config, pool, ref, splits)
+        run = RunDir.create(path, config, pool, state)
+        return _train(run, config, bench, splits, progress, state=state, resumed=False)
+
+
+def resume(
+    *,
+    run_path: Path,
+    overrides: dict[str, Any],
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> TrainOutcome:
+    """Continue a run from its last saved point, with its frozen config.
+
+    Everything happens under the run's lock, so a second process changes nothing.
+    """
+    run = RunDir.open(run_path)
+    with run.locked():
+        frozen = run.load_config()
+        config = resumed_config(run, frozen, overrides)
+        state = run.load_state()
+        if state.status == "done":
+            raise UserError("this run is already finished", path=run.path)
+        bench, splits = resolve_benchmark(config, state.benchmark)
+        ids = {name: [t.id for t in splits[name]] for name in ("train", "val", "test")}
+        if state.splits and ids != state.splits:
+            raise UserError(
+                "the benchmark data no longer gives the splits this run was trained on "
+                "(use the same --data / MOSCOPT_DATA_DIR as when it started)",
+                path=run.state_path,
+                field="splits",
+            )
+        check_models(config)
+        if config != frozen:
+            atomic_write_text(run.config_path, config.to_yaml())
+        return _train(run, config, bench, splits, progress, state=state, resumed=True)
+
+
+def resumed_config(run: RunDir, frozen: Config, overrides: dict[str, Any]) -> Config:
+    """The run's `frozen` config with the flags a resumed run may change (`RESUMABLE`); a
+    `UserError` naming the others."""
+    changed = {k: v for k, v in overrides.items() if v is not None}
+    if "data.path" in changed:  # the frozen config holds the resolved path
+        changed["data.path"] = str(Path(changed["data.path"]).resolve())
+    fixed = [k for k in changed if k not in RESUMABLE and _get(frozen, k) != changed[k]]
+    if fixed:
+        raise UserError(
+            "a resumed run keeps its frozen config; these flags would change it: "
+            + ", ".join(fixed),
+            path=run.config_path,
+        )
+    from moscopt.config import load_config
+
+    return load_config(run.config_path, changed) if changed else frozen
+
+
+def _train(
+    run: RunDir,
+    config: Config,
+    bench: Benchmark,
+    splits: Splits,
+    progress: Callable[[dict[str, Any]], None] | None,
+    *,
+    state: RunState,
+    resumed: bool,
+) -> TrainOutcome:
+    """Train `run` from `state`, its saved state (read once, by the caller, under its lock)."""
+    from moscopt.lm.errors import LMFatalError
+    from moscopt.optimizer.engine import Trainer
+
+    seeds = Pool.load(seed_skills_dir(), require_gate=True)
+    first = state.val_history[0].score if state.val_history else None
+    with open_lms(
+        config,
+        run,
+        roles=("agent", "optimizer"),
+        used_calls=state.totals.calls,
+        used_cost=state.totals.cost,
+        log_events=True,
+    ) as lms:
+        assert lms.optimizer is not None
+        trainer = Trainer(
+            run=run,
+            config=config,
+            benchmark=bench,
+            splits=splits,
+            agent_lm=lms.agent,
+            optimizer_lm=lms.optimizer,
+            seeds=seeds,
+            progress=progress,
+            state=state,
+        )
+        try:
+            asyncio.run(trainer.train())
+        except (LMFatalError, KeyboardInterrupt):
+            _mark_stopped(run)
+            raise
+    final = trainer.state
+    before = (
+        first if first is not None else (final.val_history[0].score if final.val_history else None)
+    )
+    return TrainOutcome(run, before, final.cursor.best_val, resumed, _changed(run, final))
+
+
+def _changed(run: RunDir, state: Any) -> bool:
+    """Whether training changed the pool it started from (the `train_start` event names it)."""
+    from moscopt.run.ledger import TrainStart
+
+    start = next((e for e in run.read_events(state, {"train_start"})), None)
+    return not isinstance(start, TrainStart) or start.pool != (state.pool_digest or "")[:12]
+
+
+def _mark_stopped(run: RunDir) -> None:
+    """Record on disk that the run stopped; the saved state is otherwise left as it was."""
+    state = run.load_state()
+    state.status = "stopped"
+    run.save(state)
+
+
+def _get(config: Config, dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    return node
+
+
+# -- evaluation ----------------------------------------------------------------------------------
+
+
+@dataclass
+class EvalOutcome:
+    result: EvalResult
+    benchmark: str
+    split: str
+    mode: str
+    out: Path
+
+
+def evaluate(
+    *,
+    config: Config,
+    benchmark: str | None,
+    split: str,
+    mode: str,
+    run_path: Path | None,
+    skills_dir: Path | None,
+    repeats: str,
+    out: Path | None,
+    on_rollout: Callable[[Rollout], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    export_path: Path | None = None,
+    force: bool = False,
+) -> EvalOutcome:
+    """Evaluate a deployment mode on a split: `none` (no skills), `mixture` (a run's pool, a
+    skills folder or a mixture export, with its gate), `static` (a static export's routing
+    table, no gate call), `distilled` (the single distilled skill, no gate call) or `router` (a
+    router export's familiarity router, no gate call). `static`, `distilled` and `router` read
+    `export_path`, else the run's `exports/<mode>/`. An existing `out` is overwritten only
+    with `force` (the default file, in the run or here, always is)."""
+    from moscopt.agent.evaluate import evaluate as run_eval
+    from moscopt.exports import Deployment, open_export, open_run_export
+    from moscopt.lm.batch import can_wait, wave_concurrency
+
+    if mode not in ("none", "mixture", "static", "distilled", "router", "agents"):
+        raise UserError(
+            f"unknown mode '{mode}' (none, mixture, static, distilled, router or agents)",
+            field="mode",
+        )
+    if split not in ("train", "val", "test", "all"):  # before any data is loaded
+        raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
+    reps: int | str = "auto" if repeats == "auto" else _positive(repeats)
+    run = RunDir.open(run_path) if run_path is not None else None
+    state: RunState | None = run.load_state() if run is not None else None
+    # The deployment: an export folder (--export), the run's own export (static, distilled),
+    # or the run's / a folder's pool (mixture).
+    deployment: Deployment | None = None
+    if mode != "none" and export_path is not None:
+        deployment = open_export(export_path, mode)
+    elif mode in ("static", "distilled", "router", "agents"):
+        if run is None:
+            raise UserError(
+                f"--mode {mode} needs --run DIR (with a {mode} export) or --export PATH",
+                field="mode",
+            )
+        deployment = open_run_export(run, mode)
+    default_bench = state.benchmark if state else None
+    if deployment is not None:
+        default_bench = default_bench or deployment.manifest.benchmark
+    if split == "all":  # every row of the data, not the union of the three splits
+        bench, tasks = _every_task(config, benchmark or default_bench)
+    else:
+        bench, splits = resolve_benchmark(config, benchmark or default_bench)
+        tasks = splits[split]
+    if not tasks:
+        raise UserError(f"the {split} split of '{bench.name}' is empty", field="split")
+    pool: Pool | None = None
+    stats: GateStats | None = None
+    if deployment is not None:
+        pool = deployment.pool
+        if deployment.mode == "mixture":
+            # route as the trained gate did: its K and its view of the statistics
+            stats = deployment.gate_stats(config.credit.c_min)
+            k = deployment.manifest.k
+            config = config.model_copy(update={"pool": config.pool.model_copy(update={"k": k})})
+        elif deployment.mode == "agents":  # as deployed: every skill, the agent routes by them
+            gating = config.gating.model_copy(update={"policy": "all"})
+            config = config.model_copy(update={"gating": gating})
+    elif mode == "mixture":
+        if run is not None:
+            pool = run.load_pool(state)
+        elif skills_dir is not None:
+            pool = Pool.load(skills_dir)
+        else:
+            raise UserError(
+                "--mode mixture needs --run DIR, --skills DIR or --export PATH", field="mode"
+            )
+    table = deployment.table if deployment is not None and deployment.mode != "agents" else None
+    if stats is None and state is not None:
+        stats = gate_stats(config, state)
+    if out is not None and out.exists() and not force:
+        raise UserError("exists: pass --force to overwrite it", path=out)
+    if out is None:
+        name = f"eval-{bench.name}-{split}-{mode}.jsonl"
+        out = (run.exports_dir / name) if run is not None else Path(name)
+    with open_lms(config, run, roles=("agent",)) as lms:
+        router = make_router(config, pool, lms.agent, stats=stats, table=table)
+        if deployment is not None and deployment.router is not None:
+            router = deployment.router.router(pool)  # the familiarity router: no LLM call
+        memory = deployment.memory if deployment is not None else None
+        if deployment is None and state is not None:
+            memory = state.memory  # the run's learned memory gates and halting
+        agent = make_agent(config, bench, pool, router, lms.agent, memory=memory, tasks=tasks)
+        if on_start:
+            on_start(len(tasks) * (reps if isinstance(reps, int) else 3))
+        with can_wait(config.llm.batch):  # an evaluation can wait: `--batch` batches it
+            result = asyncio.run(
+                run_eval(
+                    agent,
+                    tasks,
+                    concurrency=wave_concurrency(config.llm),
+                    repeats=reps,
+                    on_rollout=on_rollout,
+                    out=out,  # streamed there as the rollouts complete
+                )
+            )
+    return EvalOutcome(result, bench.name, split, mode, out)
+
+
+def _every_task(config: Config, name: str | None) -> tuple[Benchmark, list[Task]]:
+    bench = named_benchmark(config, name)
+    return bench, bench.load_every(data=config.data.path, limit=config.data.limit)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UserError(f"--repeats must be a positive integer or 'auto', not '{text}'") from None
+    if value < 1:
+        raise UserError("--repeats must be at least 1")
+    return value

@@ -1,0 +1,1 @@
+"""The core objects: skills and pools, edits, credit, evidence shown to the optimizer, prompts."""

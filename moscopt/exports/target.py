@@ -1,0 +1,55 @@
+"""Writing an export folder: refuse to clobber, replace as a whole, every file atomic.
+
+The files are first written (each atomically) into a hidden sibling folder; then the old export,
+if any, is renamed away, the new folder renamed into place, and the old one deleted. A reader
+sees the old export or the new one, never a mix. Only a folder that is an export (it holds a
+manifest) or is empty may be replaced, and only with `force`: `-o .` never deletes a project.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from moscopt.errors import UserError
+from moscopt.exports.manifest import MANIFEST_FILE
+from moscopt.run.fsio import atomic_write_text
+
+
+def check_target(out: Path, *, force: bool) -> None:
+    """Raise `UserError` (nothing touched) unless `out` may be written."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UserError("exists and is not a directory", path=out)
+    if not any(out.iterdir()):
+        return
+    if not (out / MANIFEST_FILE).is_file():
+        raise UserError(
+            f"exists and is not a moscopt export (no {MANIFEST_FILE}); choose another -o",
+            path=out,
+        )
+    if not force:
+        raise UserError("an export is already there: pass --force to overwrite it", path=out)
+
+
+def write_tree(out: Path, files: Mapping[str, str], *, force: bool) -> None:
+    """Make `out` hold exactly `files` (relative path -> text)."""
+    check_target(out, force=force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tag = f"{os.getpid()}"
+    staging = out.parent / f".{out.name}.new-{tag}"
+    retired = out.parent / f".{out.name}.old-{tag}"
+    for leftover in (staging, retired):
+        shutil.rmtree(leftover, ignore_errors=True)
+    try:
+        for rel in sorted(files):
+            atomic_write_text(staging / rel, files[rel])
+        if out.exists():
+            os.replace(out, retired)
+        os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(retired, ignore_errors=True)

@@ -1,0 +1,123 @@
+"""Learning on a task stream (test-time evolution, as EvoChamber runs): every task is answered
+once, in order, by the current pool, and what its reward teaches is learned at once.
+
+The stream is cut into chunks of M_b tasks. Per chunk: roll out (the current pool, its gate, the
+live statistics; logged as rollouts), credit, niches and CODREAM transfer (the observers, as in
+training); an EditAdam step for each skill implicated in a failure, with the routed insights as
+evidence; every `lifecycle_every` chunks, with `evolution.policy: lifecycle`, one lifecycle
+cycle; every `memory_every` chunks, long-term memory is condensed and the step and rejection
+buffers cleared (training does this once per epoch). There is no validation split: a candidate
+edit or lifecycle change is decided by the acceptance policy on a replay of the last `window`
+stream tasks already answered (this chunk's included).
+
+Resumable like training: the state is saved after every decision, with the cursor saying how
+many chunks are done and whether the current one is rolled out and credited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from moscopt.extensions.niches.observer import observers
+from moscopt.optimizer.engine.context import Context
+from moscopt.optimizer.engine.editing import Editor
+from moscopt.optimizer.engine.gate_phase import GatePhase
+from moscopt.optimizer.engine.skills_phase import SkillsPhase
+from moscopt.optimizer.engine.validation import Validator
+from moscopt.optimizer.policies.edit_budget import EditBudget
+from moscopt.optimizer.policies.edit_targets import EditTargets
+from moscopt.run.ledger import TrainStart
+
+if TYPE_CHECKING:
+    from moscopt.benchmarks import Task
+
+
+class Stream:
+    """Runs (or resumes) the stream of `ctx` (its train split, in order)."""
+
+    def __init__(
+        self, ctx: Context, *, window: int = 8, lifecycle_every: int = 5, memory_every: int = 10
+    ) -> None:
+        self.ctx = ctx
+        for observer in observers(ctx.config):
+            observer.show_gold = False  # a stream knows the reward, not the answer
+            ctx.observers.append(observer)
+        self.window, self.lifecycle_every, self.memory_every = window, lifecycle_every, memory_every
+        opt = ctx.config.optimizer
+        size = opt.batch or opt.minibatch
+        order = list(ctx.splits.train)
+        self.chunks: list[list[Task]] = [order[i : i + size] for i in range(0, len(order), size)]
+        budget = EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, len(self.chunks)))
+        self.validator = Validator(ctx)
+        self.editor = Editor(ctx, self.validator, budget)
+        self.gate = GatePhase(ctx, self.validator, self.editor)
+        self.skills = SkillsPhase(ctx, self.editor, self.gate)
+        self.targets = EditTargets(ctx.config.optimizer.max_targets or ctx.config.pool.k)
+
+    @property
+    def done(self) -> bool:
+        return self.ctx.cursor.batch >= len(self.chunks)
+
+    async def run(self) -> None:
+        ctx, s = self.ctx, self.ctx.state
+        ctx.run.rewind_events(s)
+        s.status, s.phase = "running", "stream"
+        if s.step == 0 and not ctx.cursor.credited and ctx.cursor.batch == 0:
+            checkpoint = ctx.checkpoint(ctx.pool)
+            ctx.record(
+                TrainStart(pool=ctx.pool.digest()[:12], n=len(ctx.pool), checkpoint=checkpoint)
+            )
+        while not self.done:
+            await self.step(self.chunks[ctx.cursor.batch])
+
+    async def step(self, chunk: Sequence[Task]) -> None:
+        ctx = self.ctx
+        c = ctx.cursor
+        if not c.credited:
+            c.val_q = {k: round(v, 2) for k, v in ctx.state.q.items()}
+            c.val_activations = dict(ctx.state.activations)
+            await self.skills.roll_out(chunk)
+        self.replay_on(self.seen()[-self.window :])
+        rollouts = ctx.rollouts(batch_only=True)
+        await self.skills.edit_in_turn(self.targets.choose(rollouts, ctx.pool.names), rollouts)
+        index = c.batch + 1
+        if ctx.config.evolution.policy == "lifecycle" and index % self.lifecycle_every == 0:
+            from moscopt.extensions.niches.lifecycle import lifecycle_cycle
+
+            await lifecycle_cycle(ctx, self.validator)
+        if index % self.memory_every == 0 or index == len(self.chunks):
+            await self.condense()
+        c.batch += 1
+        c.target, c.credited, c.batch_start = 0, False, None
+        c.rollouts, c.batch_rollouts = [], 0  # the log keeps them; the stream reads them there
+        ctx.state.step += 1
+        ctx.state.skill_steps = (ctx.state.skill_steps or 0) + 1
+        ctx.save()
+        ctx.emit(event="step")
+
+    def seen(self) -> list[Task]:
+        """The stream's tasks answered so far (this chunk included)."""
+        return [t for chunk in self.chunks[: self.ctx.cursor.batch + 1] for t in chunk]
+
+    def replay_on(self, tasks: Sequence[Task]) -> None:
+        """Decide this chunk's candidates by replaying `tasks` (a fresh reward cache)."""
+        ctx = self.ctx
+        ctx.val_tasks = list(tasks)
+        self.validator = Validator(ctx, self.validator.policy)
+        self.editor.validator = self.gate.validator = self.validator
+
+    async def condense(self) -> None:
+        s = self.ctx.state
+        names = sorted(s.optimizers)
+        await asyncio.gather(
+            *(
+                self.editor.adam(n).condense_memory(n, s.optimizers[n], s.epoch_accepted.get(n, []))
+                for n in names
+            )
+        )
+        for opt in s.optimizers.values():
+            opt.step_buffer.clear()
+            opt.rejection_buffer.clear()
+        s.epoch_accepted = {}

@@ -1,0 +1,1 @@
+"""The optimizer: EditAdam, collective evolution, the training engine and its policies."""

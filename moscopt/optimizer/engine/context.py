@@ -1,0 +1,227 @@
+"""`Context`: what every phase of the engine shares — the run, its state and pool, the LMs, the
+benchmark, the ledger, validation — and the small helpers they all use.
+
+The context is the one owner of the run's state in memory: phases change `ctx.state` and
+`ctx.pool` and call `ctx.save()`; nothing else reads `state.json` while training.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from moscopt.agent.harness import Rollout
+from moscopt.agent.skill_agent import SkillAgent
+from moscopt.app.assembly import make_router, uses_llm_gate
+from moscopt.config import Config
+from moscopt.core.credit import forget
+from moscopt.core.skills import Pool
+from moscopt.lm.base import LM
+from moscopt.optimizer.policies.error_rate import watch_error_rate
+from moscopt.routing.gate import GateStats, Router, constrained_gate
+from moscopt.run.ledger import BaseEvent, CallSink, RolloutEvent
+from moscopt.run.rundir import RunDir
+from moscopt.run.state import Cursor, RunState, ScorePoint, Totals
+
+if TYPE_CHECKING:
+    from moscopt.benchmarks import Benchmark, Splits, Task
+    from moscopt.routing.engine import FamiliarityRuntime
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+class Observer(Protocol):
+    """Learns from each skill-editing minibatch after its rollouts are logged and credited (a
+    learned router, niche competence, ...). It may change `ctx.state` (saved right after, so
+    what it learns survives a resume) and may raise only `LMFatalError`."""
+
+    async def after_rollouts(self, ctx: Context, rollouts: Sequence[Rollout]) -> None: ...
+
+
+class Context:
+    """The shared working set of one training process."""
+
+    def __init__(
+        self,
+        *,
+        run: RunDir,
+        config: Config,
+        benchmark: Benchmark,
+        splits: Splits,
+        agent_lm: LM,
+        optimizer_lm: LM,
+        seeds: Pool,
+        progress: ProgressFn | None = None,
+        state: RunState | None = None,
+    ) -> None:
+        """`state` is the run's saved state when the caller has read it (else it is read)."""
+        self.run = run
+        self.config = config
+        self.benchmark = benchmark
+        self.splits = splits
+        self.agent_lm = agent_lm
+        self.optimizer_lm = optimizer_lm
+        self.seeds = seeds
+        self.progress = progress
+        self.state: RunState = state if state is not None else run.load_state()
+        self.pool: Pool = run.load_pool(self.state)
+        self.tasks: dict[str, Task] = {t.id: t for t in splits["all"]}
+        self.base_totals = self.state.totals.model_copy()
+        n_val = max(1, math.ceil(config.optimizer.p_val * len(splits.val)))
+        self.val_tasks: list[Task] = list(splits.val[:n_val])
+        self.observers: list[Observer] = []
+        self.familiarity: FamiliarityRuntime | None = None  # the learned router's heads
+        if config.gating.policy in ("familiarity", "hybrid"):
+            from moscopt.routing.engine import FamiliarityRuntime
+
+            self.familiarity = FamiliarityRuntime(self)
+            self.observers.append(self.familiarity)
+        for lm in (agent_lm, optimizer_lm):
+            sink = getattr(lm, "events", None)
+            if isinstance(sink, CallSink):
+                sink.where = self.where
+        watch_error_rate(self)  # a step whose LLM calls mostly fail stops the run (resumable)
+
+    # -- modes -----------------------------------------------------------------------------------
+
+    @property
+    def cursor(self) -> Cursor:
+        return self.state.cursor
+
+    @property
+    def single(self) -> bool:
+        """N = K = 1: single-skill optimization (SkillOpt); no gate call, no evolution."""
+        return len(self.pool) == 1 and self.config.pool.k == 1
+
+    @property
+    def llm_gate(self) -> bool:
+        """Whether the pool is routed by its (editable) LLM gate."""
+        return uses_llm_gate(self.config, self.pool)
+
+    # -- routing and agents ----------------------------------------------------------------------
+
+    def router(self, pool: Pool, stats: GateStats) -> Router:
+        if self.familiarity is not None and not (len(pool) == 1 and self.config.pool.k == 1):
+            return self.familiarity.router(pool, stats)
+        return make_router(self.config, pool, self.agent_lm, stats=stats)
+
+    def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:
+        return SkillAgent.from_config(
+            self.agent_lm,
+            self.benchmark,
+            pool,
+            self.router(pool, stats),
+            self.config,
+            memory=self.state.memory,
+        )
+
+    def live_stats(self) -> GateStats:
+        return self._stats(self.state.q, self.state.activations)
+
+    def val_stats(self) -> GateStats:
+        """The gate's view of the statistics, frozen per phase so validation scores compare."""
+        return self._stats(self.cursor.val_q, self.cursor.val_activations)
+
+    def _stats(self, q: dict[str, float], activations: dict[str, int]) -> GateStats:
+        return GateStats(
+            q=dict(q),
+            activations=dict(activations),
+            enriched=self.state.epoch >= self.config.gating.enrich_epoch,
+            c_min=self.config.credit.c_min,
+        )
+
+    # -- ledger and persistence ------------------------------------------------------------------
+
+    def where(self) -> dict[str, Any]:
+        return {"epoch": self.state.epoch, "step": self.state.step, "phase": self.cursor.phase}
+
+    def record(self, event: BaseEvent) -> int:
+        """Append `event` to the ledger; its byte offset."""
+        return self.run.events.append(event)
+
+    def rollouts(self, batch_only: bool = False) -> list[RolloutEvent]:
+        """This epoch's logged rollouts (or only the current minibatch's), read back by offset."""
+        offsets = self.cursor.rollouts
+        if batch_only:
+            offsets = offsets[len(offsets) - self.cursor.batch_rollouts :]
+        events = self.run.events.read_at(offsets)
+        return [e for e in events if isinstance(e, RolloutEvent)]
+
+    def checkpoint(self, pool: Pool) -> str:
+        """The checkpoint file of `pool` (written now if it is new)."""
+        return self.run.write_checkpoint(pool, self.state.step)
+
+    def adopt(self, pool: Pool, score: float) -> str:
+        """Make `pool` the current pool after an accepted decision that scored it `score`;
+        the checkpoint the decision's event names."""
+        checkpoint = self.checkpoint(pool)
+        self.pool = pool
+        self.cursor.best_val = score
+        s = self.state
+        s.val_history.append(
+            ScorePoint(epoch=s.epoch, step=s.step, phase=self.cursor.phase, score=score)
+        )
+        return checkpoint
+
+    def renew(self, old: Pool, new: Pool, born: Iterable[str]) -> None:
+        """The statistics after a change of membership: skills gone are forgotten with their
+        optimizer state; newborns start from the survivors' mean Q, with no activations."""
+        s = self.state
+        survivors = [n for n in old.names if n in new.names]
+        prior = sum(s.q.get(n, 0.0) for n in survivors) / max(1, len(survivors))
+        for name in set(old.names) - set(new.names):
+            forget(s, name)
+            s.optimizers.pop(name, None)
+        for name in born:
+            s.q[name] = prior
+            s.activations.pop(name, None)
+
+    def save(self) -> None:
+        totals = self.base_totals.model_copy()
+        for lm in dict.fromkeys((self.agent_lm, self.optimizer_lm)):
+            stats = getattr(lm, "stats", None)
+            if stats is not None:
+                totals = _add_totals(totals, stats)
+        self.state.totals = totals
+        self.run.save(self.state, self.pool)
+
+    def emit(self, **fields: Any) -> None:
+        """Tell the progress callback (the CLI's live line) what just happened."""
+        if self.progress is None:
+            return
+        s = self.state
+        self.progress(
+            {
+                "epoch": min(s.epoch, self.config.training.epochs - 1),
+                "epochs": self.config.training.epochs,
+                "step": s.step,
+                "phase": self.cursor.phase,
+                "best_val": self.cursor.best_val,
+                "accepted": s.accepted_edits(),
+                "rejected": s.rejected_edits(),
+                "calls": s.totals.calls,
+                "tokens": s.totals.prompt_tokens + s.totals.completion_tokens,
+                "cost": s.totals.cost,
+                "gate_constrained": constrained_gate(
+                    self.agent_lm.model, self.config.gating.output
+                ),
+                # the gate's recent parse-failure rate (the restoration window), None: no data
+                "gate_fallback": (
+                    sum(s.gate_failure_rates) / len(s.gate_failure_rates)
+                    if s.gate_failure_rates
+                    else None
+                ),
+                **fields,
+            }
+        )
+
+
+def _add_totals(totals: Totals, stats: Any) -> Totals:
+    return Totals(
+        calls=totals.calls + int(getattr(stats, "calls", 0)),
+        cache_hits=totals.cache_hits + int(getattr(stats, "cache_hits", 0)),
+        prompt_tokens=totals.prompt_tokens + int(getattr(stats, "prompt_tokens", 0)),
+        completion_tokens=totals.completion_tokens + int(getattr(stats, "completion_tokens", 0)),
+        cost=totals.cost + float(getattr(stats, "cost", 0.0)),
+    )

@@ -1,0 +1,246 @@
+"""One EditAdam step per target, `step = update(propose())`: EditAdam proposes values (an
+analysis, a proposal, a budget), and the `Editor` applies them, validates the candidate, lets
+the acceptance policy decide, and records the decision in the state and the ledger.
+
+Proposals for all targets of a minibatch depend only on the minibatch's rollouts and on each
+target's own text and optimizer state, so they are made concurrently; decisions are taken in
+target order, each against the pool the previous decision left, so the result is that of the
+sequential order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import jsonpatch
+
+from moscopt.core.edits import ProposalError
+from moscopt.core.evidence import hard_soft, routing_cases, scores_text, trajectory_groups
+from moscopt.core.skills import GATE_NAME, Pool
+from moscopt.extensions.niches.hook import decided, pending_evidence, with_evidence
+from moscopt.optimizer.editadam import Candidate, EditAdam
+from moscopt.optimizer.engine.validation import Validator, decision
+from moscopt.optimizer.policies.edit_budget import EditBudget
+from moscopt.routing.gate import constrained_gate, summary_table
+from moscopt.run.ledger import EditEvent, RolloutEvent
+from moscopt.run.state import OptimizerState
+
+if TYPE_CHECKING:
+    from moscopt.optimizer.engine.context import Context
+
+
+@dataclass
+class Proposed:
+    """What EditAdam proposed for one target (candidate None: nothing usable)."""
+
+    name: str
+    adam: EditAdam
+    analysis: str | None
+    candidate: Candidate | None
+    error: str | None = None
+    insights: tuple[
+        str, ...
+    ] = ()  # routed insights (moscopt.extensions.niches) shown to this proposal
+
+    @property
+    def changed(self) -> bool:
+        return self.candidate is not None and self.candidate.changed
+
+
+class Editor:
+    def __init__(self, ctx: Context, validator: Validator, budget: EditBudget) -> None:
+        self.ctx = ctx
+        self.validator = validator
+        self.budget = budget
+
+    def adam(self, name: str) -> EditAdam:
+        kind = "gate" if name == GATE_NAME else "skill"
+        lm, config = self.ctx.optimizer_lm, self.ctx.config
+        constrained = constrained_gate(lm.model, config.gating.output)
+        return EditAdam(lm, config.optimizer, kind=kind, constrained=constrained)
+
+    def opt(self, name: str) -> OptimizerState:
+        return self.ctx.state.optimizers.setdefault(name, OptimizerState())
+
+    # -- propose ---------------------------------------------------------------------------------
+
+    async def max_edits(self, rollouts: Sequence[RolloutEvent]) -> int:
+        """L for this step: the schedule's, or the optimizer's choice from the minibatch's hard
+        and soft scores (autonomous)."""
+        skill_steps = self.ctx.state.skill_steps or 0
+        value = self.budget.fixed(skill_steps)
+        if value is not None:
+            return value
+        hard, soft = hard_soft(rollouts)
+        recent = ", ".join(f"{p.score:.3f}" for p in self.ctx.state.val_history[-5:]) or "none"
+        return self.budget.clamp(await self.adam("").choose_budget(hard, soft, recent))
+
+    async def propose_all(
+        self, names: Sequence[str], rollouts: Sequence[RolloutEvent]
+    ) -> list[Proposed]:
+        max_edits = await self.max_edits(rollouts) if names else 0
+        if not self.ctx.config.optimizer.overlap:  # one after another (scripts/bench_train.py)
+            return [await self.propose(n, rollouts, max_edits) for n in names]
+        return list(await asyncio.gather(*(self.propose(n, rollouts, max_edits) for n in names)))
+
+    async def propose(
+        self, name: str, rollouts: Sequence[RolloutEvent], max_edits: int
+    ) -> Proposed:
+        ctx = self.ctx
+        adam, opt, target = self.adam(name), self.opt(name), ctx.pool.get(name)
+        if name == GATE_NAME:
+            table = summary_table(ctx.pool, q=ctx.state.q, activations=ctx.state.activations)
+            cases = routing_cases(rollouts, ctx.tasks, ctx.pool.names, ctx.state.q)
+            analysis = await adam.reflect(target, [cases], opt, k=ctx.config.pool.k, table=table)
+        else:
+            groups = trajectory_groups(name, rollouts, ctx.tasks, ctx.config.optimizer.minibatch)
+            analysis = await adam.reflect(target, groups, opt)
+        evidence, insights = pending_evidence(ctx, name)
+        analysis = with_evidence(analysis, evidence)
+        try:
+            proposal = await adam.propose(
+                target, opt, analysis=analysis, scores=scores_text(rollouts), max_edits=max_edits
+            )
+        except ProposalError as e:
+            return Proposed(name, adam, analysis, None, str(e)[:300], insights)
+        return Proposed(
+            name, adam, analysis, adam.apply(target, proposal, max_edits), None, insights
+        )
+
+    # -- update ----------------------------------------------------------------------------------
+
+    async def decide(self, p: Proposed) -> None:
+        """Validate and accept or reject one target's candidate against the current pool."""
+        await self._decide(p)
+        decided(self.ctx, p, p.candidate.skill if p.candidate else None)
+
+    async def _decide(self, p: Proposed) -> None:
+        ctx, opt = self.ctx, self.opt(p.name)
+        p.adam.keep_analysis(opt, p.analysis)
+        before = ctx.cursor.best_val or 0.0
+        if p.candidate is None:
+            ctx.record(
+                EditEvent(**ctx.where(), target=p.name, status="unusable", reason=p.error or "")
+            )
+            return
+        outcomes = _outcomes(p.candidate)
+        if not p.candidate.changed:
+            reasons = (
+                "; ".join(sorted({o["reason"] for o in outcomes if o["reason"]})) or "no edits"
+            )
+            summary = f"not applied: {reasons}"
+            p.adam.reject(
+                opt,
+                step=ctx.state.step,
+                before=before,
+                after=before,
+                summary=summary,
+                analysis=p.analysis,
+            )
+            ctx.record(
+                EditEvent(
+                    **ctx.where(),
+                    target=p.name,
+                    status="not_applied",
+                    summary=summary,
+                    outcomes=outcomes,
+                )
+            )
+            return
+        summary = p.candidate.proposal.summary(ctx.config.optimizer.summary_chars)
+        new_pool = ctx.pool.replace(p.candidate.skill)
+        await self.settle(
+            [p],
+            new_pool,
+            summary=summary,
+            reasoning=p.candidate.proposal.reasoning,
+            outcomes=outcomes,
+        )
+
+    async def decide_together(self, proposed: Sequence[Proposed]) -> None:
+        """The "no interleaving" ablation: every usable candidate of the minibatch applied at
+        once and validated together (one decision for all)."""
+        await self._decide_together(proposed)
+        for p in proposed:
+            decided(self.ctx, p, p.candidate.skill if p.candidate else None)
+
+    async def _decide_together(self, proposed: Sequence[Proposed]) -> None:
+        ctx = self.ctx
+        for p in proposed:
+            self.adam(p.name).keep_analysis(self.opt(p.name), p.analysis)
+        changed = [p for p in proposed if p.changed]
+        if not changed:
+            return
+        new_pool = ctx.pool
+        for p in changed:
+            assert p.candidate is not None
+            new_pool = new_pool.replace(p.candidate.skill)
+        limit = ctx.config.optimizer.summary_chars
+        summary = " | ".join(
+            f"{p.name}: {p.candidate.proposal.summary(limit)}" for p in changed if p.candidate
+        )[:limit]
+        await self.settle(changed, new_pool, summary=summary, reasoning="", outcomes=[])
+
+    async def settle(
+        self,
+        proposed: Sequence[Proposed],
+        new_pool: Pool,
+        *,
+        summary: str,
+        reasoning: str,
+        outcomes: list[dict[str, Any]],
+    ) -> None:
+        ctx = self.ctx
+        verdict = await self.validator.decide(ctx.pool, new_pool)
+        before, after = verdict.incumbent_score, verdict.candidate_score
+        patch, checkpoint = None, None
+        if verdict.accepted:
+            patch = jsonpatch.make_patch(ctx.pool.to_json(), new_pool.to_json()).patch
+            checkpoint = ctx.adopt(new_pool, after)
+        for p in proposed:
+            opt = self.opt(p.name)
+            part = (
+                p.candidate.proposal.summary(ctx.config.optimizer.summary_chars)
+                if p.candidate
+                else summary
+            )
+            if verdict.accepted:
+                opt.accepted += 1
+                ctx.state.epoch_accepted.setdefault(p.name, []).append(part)
+            else:
+                p.adam.reject(
+                    opt,
+                    step=ctx.state.step,
+                    before=before,
+                    after=after,
+                    summary=part,
+                    analysis=p.analysis,
+                )
+        ctx.record(
+            EditEvent(
+                **ctx.where(),
+                target=proposed[0].name
+                if len(proposed) == 1
+                else ",".join(p.name for p in proposed),
+                status="accepted" if verdict.accepted else "rejected",
+                before=before,
+                after=after,
+                summary=summary,
+                reasoning=reasoning[:1000],
+                outcomes=outcomes,
+                patch=patch,
+                checkpoint=checkpoint,
+                decision=decision(self.validator.policy, verdict),
+            )
+        )
+        ctx.emit(event="edit", target=proposed[0].name, verdict=verdict.accepted, score=after)
+
+
+def _outcomes(candidate: Candidate) -> list[dict[str, Any]]:
+    return [
+        {"op": o.edit.op, "status": o.status, "reason": o.reason}
+        for o in candidate.applied.outcomes
+    ]

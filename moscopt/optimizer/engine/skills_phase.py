@@ -1,0 +1,123 @@
+"""Phase 1, skill editing: per minibatch of training tasks, roll out, log, credit, watch the
+gate, then one EditAdam step for each implicated skill (`policies.edit_targets`).
+
+Interleaved (the default), each target is validated and decided on its own, in order. The "no
+interleaving" ablation changes one thing: a minibatch's targets — and, in the first
+`gating.edit_steps` minibatches of the epoch, the gate — are applied together and validated
+once; the gate phase then has nothing left to do, so the number of gate edits is the same.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from moscopt.agent.evaluate import run_tasks
+from moscopt.core.credit import Outcome, assign_credit
+from moscopt.core.skills import GATE_NAME
+from moscopt.optimizer.engine.editing import Editor
+from moscopt.optimizer.engine.gate_phase import GatePhase
+from moscopt.optimizer.policies.edit_targets import EditTargets
+from moscopt.run.ledger import RolloutEvent
+
+if TYPE_CHECKING:
+    from moscopt.benchmarks import Task
+    from moscopt.optimizer.engine.context import Context
+
+RESPONSE_LOG_CHARS = 4000
+
+
+def batches(ctx: Context, epoch: int) -> list[list[Task]]:
+    """The epoch's skill-editing minibatches (a fixed shuffle of the training split)."""
+    order = list(ctx.splits.train)
+    random.Random(f"{ctx.config.seed}:{epoch}").shuffle(order)
+    opt = ctx.config.optimizer
+    size = opt.batch or opt.minibatch
+    chunks = [order[i : i + size] for i in range(0, len(order), size)]
+    cap = ctx.config.training.max_steps_per_epoch
+    return chunks[:cap] if cap else chunks
+
+
+class SkillsPhase:
+    def __init__(self, ctx: Context, editor: Editor, gate: GatePhase) -> None:
+        self.ctx = ctx
+        self.editor = editor
+        self.gate = gate
+        cfg = ctx.config
+        self.targets = EditTargets(cfg.optimizer.max_targets or cfg.pool.k)
+
+    async def run(self) -> None:
+        ctx = self.ctx
+        todo = batches(ctx, ctx.state.epoch)
+        while ctx.cursor.batch < len(todo):
+            if not ctx.cursor.credited:
+                await self.roll_out(todo[ctx.cursor.batch])
+            rollouts = ctx.rollouts(batch_only=True)
+            targets = self.targets.choose(rollouts, ctx.pool.names)
+            if ctx.config.training.interleave:
+                await self.edit_in_turn(targets, rollouts)
+            elif ctx.cursor.target == 0:
+                with_gate = ctx.llm_gate and ctx.cursor.batch < ctx.config.gating.edit_steps
+                names = targets + ([GATE_NAME] if with_gate else [])
+                await self.editor.decide_together(await self.editor.propose_all(names, rollouts))
+                ctx.cursor.target = len(names)
+                ctx.save()
+            c = ctx.cursor
+            c.batch += 1
+            c.target, c.credited, c.batch_start = 0, False, None
+            ctx.state.step += 1
+            ctx.state.skill_steps = (ctx.state.skill_steps or 0) + 1
+            ctx.save()
+            ctx.emit(event="step")
+
+    async def edit_in_turn(self, targets: Sequence[str], rollouts: Sequence[RolloutEvent]) -> None:
+        ctx = self.ctx
+        pending = list(targets[ctx.cursor.target :])
+        for proposed in await self.editor.propose_all(pending, rollouts):
+            await self.editor.decide(proposed)
+            ctx.cursor.target += 1
+            ctx.save()
+
+    async def roll_out(self, tasks: Sequence[Task]) -> None:
+        """Run the minibatch, log its rollouts, assign credit, watch the gate's parse failures."""
+        ctx = self.ctx
+        ctx.cursor.batch_start = ctx.state.checkpoint
+        rollouts = await run_tasks(
+            ctx.agent(ctx.pool, ctx.live_stats()),
+            tasks,
+            concurrency=ctx.config.llm.concurrency,
+            sample=ctx.state.epoch,
+        )
+        offsets = []
+        for r in rollouts:
+            selections = [list(s) for s in r.selections]
+            event = RolloutEvent(
+                **ctx.where(),
+                batch=ctx.cursor.batch,
+                task_id=r.task_id,
+                skills=list(r.skills),
+                activation=r.activation,
+                gate_error=r.gate_error,
+                reward=r.reward,
+                answer=r.answer,
+                response=r.response[-RESPONSE_LOG_CHARS:],
+                error=r.error,
+                calls=r.calls,
+                tokens=r.prompt_tokens + r.completion_tokens,
+                cost=r.cost,
+                selections=selections if len(selections) > 1 else [],
+                sources=list(r.sources) if len(selections) > 1 else [],
+                offered=list(r.offered),
+            )
+            offsets.append(ctx.record(event))
+        ctx.cursor.rollouts = [*ctx.cursor.rollouts, *offsets]
+        ctx.cursor.batch_rollouts = len(offsets)
+        outcomes = [Outcome.of(r) for r in rollouts]
+        assign_credit(ctx.state, outcomes, ctx.config.credit.beta)
+        if ctx.llm_gate:
+            await self.gate.watch(rollouts)
+        for observer in ctx.observers:
+            await observer.after_rollouts(ctx, rollouts)
+        ctx.cursor.credited = True
+        ctx.save()

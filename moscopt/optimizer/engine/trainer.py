@@ -1,0 +1,166 @@
+"""The MOSCOPT engine: three-phase interleaved optimization of a skill pool and its gate.
+
+Per epoch: (1) skill editing on minibatches of training tasks (`skills_phase`), (2) gate editing
+on routing failures (`gate_phase`), (3) every E epochs collective evolution, then long-term
+memory and the epoch-local buffers are reset (`evolution_phase`). Every change is a candidate
+pool that the acceptance policy (`policies.acceptance`) keeps or rejects on the validation split.
+
+Resumability: state is saved after every decision and every phase, with a `Cursor` that says
+what is done and where this epoch's rollouts are in the ledger. Every random choice is a function
+of (seed, epoch, task), LLM answers come from the cache, and proposals depend only on what was
+saved, so a run killed at any point and resumed makes the decisions an uninterrupted one makes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from moscopt.extensions.memory.training import observers as memory_observers
+from moscopt.extensions.niches.lifecycle import lifecycle_cycle
+from moscopt.extensions.niches.observer import observers as niche_observers
+from moscopt.optimizer.engine.context import Context, ProgressFn
+from moscopt.optimizer.engine.editing import Editor
+from moscopt.optimizer.engine.evolution_phase import end_epoch, evolve
+from moscopt.optimizer.engine.gate_phase import GatePhase
+from moscopt.optimizer.engine.skills_phase import SkillsPhase, batches
+from moscopt.optimizer.engine.validation import Validator
+from moscopt.optimizer.policies.edit_budget import EditBudget
+from moscopt.run.ledger import Notice, RolloutEvent, TrainStart
+from moscopt.run.state import RunState, ScorePoint
+
+if TYPE_CHECKING:
+    from moscopt.benchmarks import Splits
+    from moscopt.config import Config
+    from moscopt.core.skills import Pool
+
+
+class Trainer:
+    """Runs (or resumes) the optimization stored in a run directory."""
+
+    def __init__(self, *, progress: ProgressFn | None = None, **parts: Any) -> None:
+        self.ctx = ctx = Context(progress=progress, **parts)
+        ctx.observers.extend(niche_observers(ctx.config))
+        ctx.observers.extend(memory_observers(ctx.config))  # gated memory and halting
+        opt = ctx.config.optimizer
+        steps = ctx.config.training.epochs * len(batches(ctx, 0))
+        budget = EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, steps))
+        self.validator = Validator(ctx)
+        self.editor = Editor(ctx, self.validator, budget)
+        self.gate = GatePhase(ctx, self.validator, self.editor)
+        self.skills = SkillsPhase(ctx, self.editor, self.gate)
+
+    @property
+    def state(self) -> RunState:
+        return self.ctx.state
+
+    @property
+    def pool(self) -> Pool:
+        return self.ctx.pool
+
+    async def start_phase(self, phase: str) -> None:
+        """Freeze the gate's view of the statistics and measure the current pool under it."""
+        ctx = self.ctx
+        c = ctx.cursor
+        c.phase = phase  # type: ignore[assignment]
+        c.batch, c.target, c.credited, c.batch_start = 0, 0, False, None
+        c.val_q = {k: round(v, 2) for k, v in ctx.state.q.items()}
+        c.val_activations = dict(ctx.state.activations)
+        c.best_val = await self.validator.score(ctx.pool)
+        ctx.state.phase = phase
+        ctx.state.val_history.append(
+            ScorePoint(epoch=ctx.state.epoch, step=ctx.state.step, phase=phase, score=c.best_val)
+        )
+        ctx.save()
+        ctx.emit(event="phase")
+
+    async def train(self) -> RunState:
+        ctx, s = self.ctx, self.ctx.state
+        ctx.run.rewind_events(s)
+        self._upgrade_v1()
+        s.status = "running"
+        if ctx.cursor.best_val is None and s.epoch == 0:
+            checkpoint = ctx.checkpoint(ctx.pool)
+            ctx.record(
+                TrainStart(pool=ctx.pool.digest()[:12], n=len(ctx.pool), checkpoint=checkpoint)
+            )
+            self._record_sandbox()
+            await self.start_phase("skills")
+        while s.epoch < ctx.config.training.epochs:
+            phase = ctx.cursor.phase
+            if phase == "skills":
+                await self.skills.run()
+                await self.start_phase("gate")
+            elif phase == "gate":
+                if ctx.llm_gate and ctx.config.training.interleave:
+                    await self.gate.run()
+                await self.start_phase("evolve")
+            elif phase == "evolve":
+                if self._evolution_due():
+                    cycle = (
+                        lifecycle_cycle if ctx.config.evolution.policy == "lifecycle" else evolve
+                    )
+                    await cycle(ctx, self.validator)
+                ctx.cursor.phase = "memory"
+                ctx.save()
+            elif phase == "memory":
+                await end_epoch(ctx, self.editor)
+                if s.epoch < ctx.config.training.epochs:
+                    await self.start_phase("skills")
+                else:
+                    ctx.save()
+        s.status = "done"
+        s.phase = ctx.cursor.phase = "done"
+        ctx.save()
+        ctx.emit(event="done")
+        return s
+
+    def _evolution_due(self) -> bool:
+        cfg, ctx = self.ctx.config.evolution, self.ctx
+        return cfg.enabled and not ctx.single and (ctx.state.epoch + 1) % cfg.every == 0
+
+    def _record_sandbox(self) -> None:
+        """A `notice` naming what isolates model-written code, when the run executes any."""
+        from moscopt.agent.skill_agent import agent_tools
+
+        cfg = self.ctx.config
+        tools, _ = agent_tools(cfg.agent.tools, self.ctx.benchmark, cfg.agent.max_steps)
+        if cfg.agent.command or not (
+            {"python", "shell"} & set(tools) or self.ctx.benchmark.runs_code()
+        ):
+            return
+        from moscopt.agent.tools.sandbox import isolation_notice
+
+        self.ctx.record(
+            Notice(kind="sandbox", message=isolation_notice(cfg.agent.allow_unsandboxed))
+        )
+
+    def _upgrade_v1(self) -> None:
+        """A run saved before the rollout index (state v1): index this epoch's rollouts once, and
+        count its skill-editing steps."""
+        ctx, s = self.ctx, self.ctx.state
+        if s.skill_steps is None:
+            done = s.epoch * len(batches(ctx, 0))
+            s.skill_steps = done + (ctx.cursor.batch if ctx.cursor.phase == "skills" else 0)
+        if ctx.cursor.indexed:
+            return
+        offsets, current = [], 0
+        with open(ctx.run.events_path, "rb") as f:
+            offset = 0
+            for line in f:
+                if b'"type": "rollout"' in line[:200]:
+                    event = RolloutEvent.model_validate_json(line)
+                    if event.epoch == s.epoch:
+                        offsets.append(offset)
+                        current += event.batch == ctx.cursor.batch
+                offset += len(line)
+        ctx.cursor.rollouts = offsets
+        ctx.cursor.batch_rollouts = current if ctx.cursor.credited else 0
+        ctx.cursor.indexed = True
+
+
+def initial_state(config: Config, pool: Pool, benchmark: str, splits: Splits) -> RunState:
+    return RunState(
+        benchmark=benchmark,
+        names_used=sorted(pool.names),
+        splits={name: [t.id for t in splits[name]] for name in ("train", "val", "test")},
+    )

@@ -1,0 +1,106 @@
+"""Validation: the rewards of a pool on the validation split, per sample index, and the decisions
+of the acceptance policy between an incumbent pool and a candidate.
+
+Rewards are cached per (pool, gate view, sample index), so an incumbent is never paid twice: every
+decision against the same incumbent reuses its samples (and the LM's response cache makes a
+resumed run's re-validation free). Every evaluated sample is a `validation` event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from moscopt.agent.evaluate import run_tasks
+from moscopt.lm.batch import can_wait, wave_concurrency
+from moscopt.optimizer.policies.acceptance import Acceptance, Verdict, make_acceptance
+from moscopt.run.ledger import Decision, Validation
+
+if TYPE_CHECKING:
+    from moscopt.core.skills import Pool
+    from moscopt.optimizer.engine.context import Context
+
+
+class Validator:
+    """Scores pools on the validation split and decides between them."""
+
+    def __init__(self, ctx: Context, policy: Acceptance | None = None) -> None:
+        self.ctx = ctx
+        cfg = ctx.config.optimizer
+        self.policy = policy or make_acceptance(
+            cfg.acceptance, confidence=cfg.confidence, max_samples=cfg.max_val_samples
+        )
+        self._rewards: dict[str, list[float]] = {}
+
+    def _key(self, pool: Pool, sample: int) -> str:
+        stats = self.ctx.val_stats()
+        view = (
+            f"{pool.digest()}|{sorted(stats.q.items())}|{sorted(stats.activations.items())}|"
+            f"{stats.enriched}|{sample}"
+        )
+        return hashlib.sha256(view.encode()).hexdigest()
+
+    async def rewards(self, pool: Pool, sample: int = 0) -> list[float]:
+        """The reward of each validation task (in split order) for sample index `sample`."""
+        key = self._key(pool, sample)
+        cached = self._rewards.get(key)
+        if cached is not None:
+            return cached
+        ctx = self.ctx
+        with can_wait(ctx.config.llm.batch):  # validation can wait: `--batch` batches it
+            rollouts = await run_tasks(
+                ctx.agent(pool, ctx.val_stats()),
+                ctx.val_tasks,
+                concurrency=wave_concurrency(ctx.config.llm),
+                sample=sample,
+            )
+        rewards = [r.reward for r in rollouts]
+        self._rewards[key] = rewards
+        ctx.record(
+            Validation(
+                **ctx.where(),
+                pool=pool.digest()[:12],
+                score=_mean(rewards),
+                tasks=len(rewards),
+                fallbacks=sum(r.activation == "fallback" for r in rollouts),
+                sample=sample,
+            )
+        )
+        return rewards
+
+    async def score(self, pool: Pool) -> float:
+        """Mean reward of sample 0: the score a phase starts from."""
+        return _mean(await self.rewards(pool, 0))
+
+    async def decide(
+        self,
+        incumbent: Pool,
+        candidate: Pool,
+        *,
+        direction: Literal["better", "not_worse"] = "better",
+    ) -> Verdict:
+        async def of_incumbent(s: int) -> Sequence[float]:
+            return await self.rewards(incumbent, s)
+
+        async def of_candidate(s: int) -> Sequence[float]:
+            return await self.rewards(candidate, s)
+
+        return await self.policy.decide(of_incumbent, of_candidate, direction=direction)
+
+
+def decision(policy: Acceptance, verdict: Verdict) -> Decision:
+    """The ledger's record of a verdict."""
+    return Decision(
+        policy=policy.name,
+        samples=verdict.samples,
+        n=verdict.n,
+        mean_diff=verdict.mean_diff,
+        low=max(-1.0, verdict.low),  # rewards lie in [0, 1]: so do their differences
+        high=min(1.0, verdict.high),
+        reason=verdict.reason,
+    )
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / max(1, len(values))

@@ -1,0 +1,1 @@
+"""Reading a run: status, log, diff and the report page."""

@@ -1,0 +1,171 @@
+"""What `moscopt status` reports, as plain data (the CLI renders it; `--json` prints it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from moscopt.app.project import Project
+from moscopt.core.skills import Pool
+from moscopt.extensions.memory.training import describe
+from moscopt.extensions.niches.summary import niche_summary
+from moscopt.routing.gate import constrained_gate
+from moscopt.run.history import History
+from moscopt.run.rundir import RunDir
+
+
+def _skill_rows(pool: Pool, q: dict[str, float], act: dict[str, int]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": s.name,
+            "description": s.description,
+            "q": q.get(s.name),
+            "activations": act.get(s.name, 0),
+            "lines": s.body.count("\n"),
+        }
+        for s in pool
+    ]
+
+
+def _edit_counts(history: History) -> dict[str, Any]:
+    """Edit decisions as logged, per status and per target (skill or gate)."""
+    by_status: dict[str, int] = {}
+    by_target: dict[str, dict[str, int]] = {}
+    for e in history.edits:
+        by_status[e.status] = by_status.get(e.status, 0) + 1
+        per = by_target.setdefault(e.target, {})
+        per[e.status] = per.get(e.status, 0) + 1
+    return {"by_status": by_status, "by_target": by_target}
+
+
+def _decisions(history: History) -> dict[str, Any]:
+    """The acceptance decisions of the run (edits, evolution, gate restorations): how many were
+    accepted, the samples they used, and the mean paired difference of the accepted ones."""
+    pairs = [(e, e.decision) for e in history.entries if e.decision is not None]
+    decisions = [d for _, d in pairs]
+    accepted = [d for e, d in pairs if _accepted(e)]
+    return {
+        "decisions": len(decisions),
+        "policies": sorted({d.policy for d in decisions}),
+        "mean_samples": sum(d.samples for d in decisions) / len(decisions) if decisions else None,
+        "accepted": len(accepted),
+        "mean_diff_accepted": (
+            sum(d.mean_diff for d in accepted) / len(accepted) if accepted else None
+        ),
+    }
+
+
+def _accepted(entry: Any) -> bool:
+    """An edit's status, or an evolution cycle's / gate restoration's verdict."""
+    status = getattr(entry, "status", None)
+    return status == "accepted" if status is not None else bool(entry.accepted)
+
+
+def _best_per_epoch(history: History) -> list[dict[str, Any]]:
+    epochs: dict[int, list[float]] = {}
+    for p in history.state.val_history:
+        epochs.setdefault(p.epoch, []).append(p.score)
+    return [{"epoch": e, "best": max(v), "last": v[-1]} for e, v in sorted(epochs.items())]
+
+
+def run_summary(run: RunDir) -> dict[str, Any]:
+    """Everything `moscopt status --run` shows.
+
+    `edits.accepted` / `edits.rejected` are the optimizers' counters in state.json (a rejected
+    count includes edits whose ops matched nothing); `edits.by_status` / `edits.by_target` count
+    the logged edit decisions (accepted, rejected, not_applied, unusable).
+    """
+    state = run.load_state()
+    config = run.load_config()
+    pool = run.load_pool(state)
+    history = History.load(run, state)
+    synergy = sorted(state.synergy.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    best = max((p.score for p in state.val_history), default=None)
+    evolution = [
+        {k: v for k, v in e.to_json().items() if k not in ("changes", "kind", "t")}
+        for e in history.evolutions
+    ]
+    return {
+        "run": str(run.path),
+        "benchmark": state.benchmark,
+        "status": state.status,
+        "created_at": state.created_at,
+        "epoch": state.epoch,
+        "step": state.step,
+        "phase": state.phase,
+        "model": config.model,
+        "optimizer_model": config.effective_optimizer_model,
+        "n": config.pool.n,
+        "k": config.pool.k,
+        "gate": pool.gate is not None,
+        "skills": _skill_rows(pool, state.q, state.activations),
+        "synergy_top": [{"pair": k.split("|"), "count": v} for k, v in synergy],
+        "edits": {
+            "accepted": state.accepted_edits(),
+            "rejected": state.rejected_edits(),
+            **_edit_counts(history),
+        },
+        "evolution": evolution,
+        "gate_restorations": [
+            {"step": e.step, "epoch": e.epoch, "accepted": e.accepted, "source": e.source}
+            for e in history.restorations
+        ],
+        "acceptance": _decisions(history),
+        "gate_constrained": constrained_gate(config.model, config.gating.output),
+        # the gate's parse-failure rate over the last steps (its restoration window)
+        "gate_fallback_recent": (
+            sum(state.gate_failure_rates) / len(state.gate_failure_rates)
+            if state.gate_failure_rates
+            else None
+        ),
+        "niches": niche_summary(state, pool.names),
+        "specialization": _specialization(run) if state.router is not None else None,
+        "memory": describe(state.memory) if state.memory is not None else None,
+        "best_val_score": best,
+        "best_val_by_epoch": _best_per_epoch(history),
+        "totals": state.totals.model_dump(),
+        "checkpoints": len(run.checkpoints()),
+    }
+
+
+def _specialization(run: RunDir) -> dict[str, Any]:
+    """The familiarity router's specialization index, per niche and per epoch (it reads the
+    benchmark's niche labels: a benchmark that cannot be loaded now leaves the index out)."""
+    from moscopt.routing.specialization import run_specialization
+
+    try:
+        return run_specialization(run)
+    except Exception as e:  # status must show the rest of the run
+        reason = f"the benchmark's labels could not be read: {e}"[:300]
+        return {"index": None, "reason": reason, "niches": {}, "by_epoch": {}}
+
+
+def project_summary(project: Project) -> dict[str, Any]:
+    pool = project.load_pool()
+    runs = []
+    if project.runs_dir.is_dir():
+        for folder in sorted(project.runs_dir.iterdir()):
+            if (folder / "state.json").is_file():
+                try:
+                    state = RunDir(folder).load_state()
+                    runs.append({"run": _rel(folder), "status": state.status, "step": state.step})
+                except Exception as e:  # a broken run must not hide the others
+                    runs.append({"run": _rel(folder), "status": f"unreadable: {e}", "step": None})
+    return {
+        "config": str(project.config_path) if project.config_path else None,
+        "model": project.config.model,
+        "optimizer_model": project.config.effective_optimizer_model,
+        "n": project.config.pool.n,
+        "k": project.config.pool.k,
+        "skills_dir": str(project.skills_dir),
+        "gate": pool.gate is not None,
+        "skills": _skill_rows(pool, {}, {}),
+        "runs": runs,
+    }
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

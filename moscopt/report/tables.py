@@ -1,0 +1,65 @@
+"""The report's tables of decisions: every edit and every evolution cycle with its evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moscopt.report.render import Block
+from moscopt.run.history import EditEntry, EvolutionEntry
+from moscopt.run.ledger import Decision
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def edits_table(edits: list[EditEntry]) -> Block:
+    rows = [
+        [
+            str(e.step),
+            str(e.epoch),
+            e.phase,
+            e.target,
+            e.status,
+            f"{fmt(e.before)} -> {fmt(e.after)}" if e.before is not None else "-",
+            evidence(e.decision),
+            e.summary,
+        ]
+        for e in edits
+    ]
+    head = ["step", "epoch", "phase", "target", "status", "score", "evidence", "summary"]
+    return ("table", head, rows)
+
+
+def evidence(d: Decision | None) -> str:
+    """A decision's evidence: samples, paired mean difference and its interval."""
+    if d is None:
+        return "-"
+    return f"{d.samples} sample(s), {d.mean_diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
+
+
+def evolution_table(evolutions: list[EvolutionEntry]) -> Block:
+    rows = [
+        [
+            str(e.step),
+            str(e.epoch),
+            ("accepted" if e.accepted else "rejected") if e.before is not None else "no change",
+            f"{fmt(e.before)} -> {fmt(e.after)}" if e.before is not None else "-",
+            ", ".join(e.eliminated) or "-",
+            ", ".join(e.added) or "-",
+            diversity_cell(e.diversity),
+            evidence(e.decision),
+        ]
+        for e in evolutions
+    ]
+    head = ["step", "epoch", "verdict", "score", "eliminated", "added", "similarity", "evidence"]
+    return ("table", head, rows)
+
+
+def diversity_cell(d: dict[str, Any] | None) -> str:
+    """`0.62 minilm / 0.85`: the pool's similarity, its method and the rediversify threshold."""
+    if not d or not isinstance(d.get("similarity"), int | float):
+        return "-"
+    limit = d.get("threshold")
+    tail = f" / {limit:.2f}" if isinstance(limit, int | float) else ""
+    return f"{d['similarity']:.2f} {d.get('method') or '?'}{tail}"

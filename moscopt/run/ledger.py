@@ -1,0 +1,358 @@
+"""The run's ledger: typed events in `events.jsonl`, written and read through this module only.
+
+Each line is one event, a pydantic model with a `type` discriminator and `extra="forbid"`. Events
+that change the pool (`train_start`, accepted `edit`, accepted `evolution`, `gate_restored`)
+name the checkpoint they produced, so replaying a run's pools is a lookup. Fields added after the
+first release have defaults, so logs written by older versions still validate.
+
+The log is append-only. `EventLog.append` returns the byte offset of the line it wrote, which the
+trainer keeps in its cursor to read back the rollouts a step reflects on (`read_at`) without
+scanning the log; `read_events` reads the saved prefix (up to `RunState.events_bytes`) for the
+inspection commands, skipping the bulky line types a reader did not ask for without parsing them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from moscopt.errors import UserError
+from moscopt.run.fsio import append_line, repair_jsonl_tail
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class BaseEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    t: str = Field(default_factory=_now)
+
+
+class _Where(BaseEvent):
+    """Where in the run an event happened."""
+
+    epoch: int = 0
+    step: int = 0
+    phase: str = ""
+
+
+class Decision(BaseModel):
+    """How an acceptance policy decided: the evidence behind a verdict."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: str
+    samples: int  # sample indices evaluated
+    n: int  # paired observations
+    mean_diff: float  # candidate - incumbent
+    low: float
+    high: float
+    reason: str
+
+
+class TrainStart(BaseEvent):
+    type: Literal["train_start"] = "train_start"
+    pool: str  # digest[:12] of the initial pool
+    n: int
+    checkpoint: str | None = None  # None: written before checkpoints were named in events
+
+
+class Validation(_Where):
+    type: Literal["validation"] = "validation"
+    pool: str
+    score: float
+    tasks: int
+    fallbacks: int = 0
+    sample: int = 0
+
+
+class RolloutEvent(_Where):
+    type: Literal["rollout"] = "rollout"
+    batch: int
+    task_id: str
+    skills: list[str]
+    activation: str = ""
+    gate_error: str | None = None
+    reward: float
+    answer: str | None = None
+    response: str = ""
+    error: str | None = None
+    calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    # step-level gating: every selection made during the rollout (the first is `skills`)
+    selections: list[list[str]] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)  # how each selection was made
+    # the skills the gate chose from, when not the whole pool (the hybrid router's shortlist)
+    offered: list[str] = Field(default_factory=list)
+
+
+class LLMCall(BaseEvent):
+    type: Literal["llm_call"] = "llm_call"
+    model: str
+    purpose: str
+    sample: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost: float = 0.0
+    saving: float = 0.0  # USD the provider's prompt cache saved on this call
+    latency: float = 0.0
+    cache_hit: bool = False
+    retries: int = 0
+    ok: bool = True
+    error: str | None = None
+    status: int | None = None
+    deployment: str | None = None
+    # where the trainer was; None in logs written before calls carried it
+    epoch: int | None = None
+    step: int | None = None
+    phase: str | None = None
+
+
+EditStatus = Literal["accepted", "rejected", "not_applied", "unusable"]
+
+
+class EditEvent(_Where):
+    type: Literal["edit"] = "edit"
+    target: str
+    status: EditStatus
+    before: float | None = None
+    after: float | None = None
+    summary: str = ""
+    reasoning: str = ""
+    reason: str = ""  # why a proposal was unusable
+    outcomes: list[dict[str, Any]] = Field(default_factory=list)
+    patch: list[dict[str, Any]] | None = None
+    checkpoint: str | None = None  # the pool an accepted edit produced
+    decision: Decision | None = None
+
+
+class EvolutionEvent(_Where):
+    type: Literal["evolution"] = "evolution"
+    changes: list[dict[str, Any]] = Field(default_factory=list)
+    before: float | None = None
+    after: float | None = None
+    accepted: bool = False
+    pool: str | None = None  # digest[:12] of the candidate pool
+    checkpoint: str | None = None
+    decision: Decision | None = None
+
+
+class GateRestored(_Where):
+    type: Literal["gate_restored"] = "gate_restored"
+    pool: str | None = None
+    checkpoint: str | None = None
+    source: str = "last_good"  # last_good | seed
+    before: float | None = None
+    after: float | None = None
+    accepted: bool = True
+    decision: Decision | None = None
+
+
+class EpochEnd(BaseEvent):
+    type: Literal["epoch_end"] = "epoch_end"
+    epoch: int
+    best_val: float | None = None
+
+
+class Notice(_Where):
+    """Something the user should know about the run (e.g. unsandboxed code execution)."""
+
+    type: Literal["notice"] = "notice"
+    kind: str
+    message: str
+
+
+TransferOutcome = Literal["routed", "accepted", "rejected", "not_applied", "unusable", "dropped"]
+
+
+class TransferEvent(_Where):
+    """An insight routed by CODREAM from a skill strong on a niche to one weak on it
+    (`routed`), and later what the recipient's validated edit made of it."""
+
+    type: Literal["transfer"] = "transfer"
+    giver: str
+    recipient: str
+    niche: str
+    insight: str  # the insight's text
+    insight_id: str = ""
+    scope: str = "niche"  # niche | meta
+    outcome: TransferOutcome = "routed"
+    trigger: str = ""  # failure | disagreement
+    task_id: str = ""
+
+
+class Dreamed(_Where):
+    """One CODREAM session: the failure it reviewed and what it produced."""
+
+    type: Literal["codream"] = "codream"
+    niche: str
+    task_id: str
+    trigger: str
+    givers: list[str] = Field(default_factory=list)
+    recipients: list[str] = Field(default_factory=list)
+    insights: list[str] = Field(default_factory=list)  # archive ids, new or merged into
+    error: str | None = None
+
+
+class LifecycleEvent(_Where):
+    """One lifecycle operator (fork, merge, prune, seed), validated like an evolution cycle."""
+
+    type: Literal["lifecycle"] = "lifecycle"
+    op: str
+    skills: list[str] = Field(default_factory=list)  # the skills it acted on
+    created: str | None = None  # the skill it added (fork, merge, seed)
+    niche: str | None = None
+    reason: str = ""
+    before: float | None = None
+    after: float | None = None
+    accepted: bool = False
+    pool: str | None = None
+    checkpoint: str | None = None
+    decision: Decision | None = None
+
+
+Event = Annotated[
+    TrainStart
+    | Validation
+    | RolloutEvent
+    | LLMCall
+    | EditEvent
+    | EvolutionEvent
+    | GateRestored
+    | EpochEnd
+    | Notice
+    | TransferEvent
+    | Dreamed
+    | LifecycleEvent,
+    Field(discriminator="type"),
+]
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+POOL_CHANGES = frozenset({"edit", "evolution", "gate_restored", "lifecycle"})
+# What the inspection commands read; `llm_call` and `rollout` lines are the bulk of a log.
+CORE_KINDS = frozenset(
+    {"train_start", "edit", "evolution", "gate_restored", "lifecycle", "validation"}
+)
+_TYPE = re.compile(rb'"type": *"([a-z_]+)"')
+
+
+def parse_event(line: str | bytes) -> Event:
+    """One event from one JSONL line; raises ValueError (bad JSON) or ValidationError."""
+    return _ADAPTER.validate_json(line)
+
+
+class EventLog:
+    """Append-only JSONL of typed events. Thread-safe; one `write` per event."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        repair_jsonl_tail(path)
+
+    def append(self, event: BaseEvent) -> int:
+        """Write `event`; the byte offset of its line. Fields at their defaults are left out
+        (they read back the same), `t` and `type` come first."""
+        data = event.model_dump(mode="json", exclude_defaults=True)
+        head = {"t": event.t, "type": getattr(event, "type", "")}
+        line = json.dumps({**head, **data}, ensure_ascii=False)
+        with self._lock:
+            offset = self.path.stat().st_size if self.path.exists() else 0
+            append_line(self.path, line)
+        return offset
+
+    def read_at(self, offsets: Sequence[int]) -> list[Event]:
+        """The events whose lines start at `offsets` (as `append` returned them)."""
+        out: list[Event] = []
+        if not offsets:
+            return out
+        with open(self.path, "rb") as f:
+            for offset in offsets:
+                f.seek(offset)
+                out.append(_parse_line(f.readline(), self.path, offset=offset))
+        return out
+
+    def read(self, upto: int | None = None, kinds: Iterable[str] | None = None) -> list[Event]:
+        return read_events(self.path, upto, kinds)
+
+    def of_type(self, kind: str) -> list[Event]:
+        return self.read(kinds={kind})
+
+
+class CallSink:
+    """The LM layer's event sink: each call record becomes an `llm_call` event, stamped with
+    where the trainer is (`where`, set by the engine). Keys the ledger does not know are
+    dropped, so a new field in the LM layer never breaks a run."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.where: Callable[[], dict[str, Any]] = dict
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        known = {k: v for k, v in record.items() if k in LLMCall.model_fields}
+        self.log.append(LLMCall(**{**known, **self.where()}))
+
+
+def read_events(
+    path: Path, upto: int | None = None, kinds: Iterable[str] | None = None
+) -> list[Event]:
+    """The events of the first `upto` bytes of `path` (all: None), only `kinds` if given.
+
+    A malformed line is corruption and a `UserError` naming the file and line, except a torn last
+    line (a process killed mid-append), which is skipped.
+    """
+    if not path.is_file():
+        return []
+    with open(path, "rb") as f:
+        data = f.read() if upto is None else f.read(upto)
+    wanted = None if kinds is None else frozenset(kinds)
+    lines = data.split(b"\n")
+    events: list[Event] = []
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        if wanted is not None:
+            m = _TYPE.search(raw, 0, 200)  # the type sits near the start of every line
+            if m is not None and m.group(1).decode() not in wanted:
+                continue
+        try:
+            event = parse_event(raw)
+        except ValidationError as e:
+            if i == len(lines) - 1 and _is_torn(raw):
+                break
+            raise UserError(_describe(e), path=path, line=i + 1) from None
+        if wanted is None or event.type in wanted:
+            events.append(event)
+    return events
+
+
+def _parse_line(raw: bytes, path: Path, *, offset: int) -> Event:
+    try:
+        return parse_event(raw)
+    except ValidationError as e:
+        raise UserError(f"at byte {offset}: {_describe(e)}", path=path) from None
+
+
+def _is_torn(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:
+        return True
+    return False
+
+
+def _describe(e: ValidationError) -> str:
+    err = e.errors()[0]
+    if err.get("type") == "json_invalid":
+        return f"bad JSON line: {err.get('msg', '')}"
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    return f"bad event: {where}: {err.get('msg', '')}" if where else f"bad event: {err['msg']}"

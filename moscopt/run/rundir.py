@@ -1,0 +1,280 @@
+"""The run directory: the one place that reads and writes a run's files.
+
+    runs/<name>/
+      moscopt.yaml       frozen, fully resolved config (no secrets)
+      skills/            current best pool: the thing to diff (a view of the checkpoint)
+      state.json         versioned RunState
+      events.jsonl       append-only log (LLM calls, rollouts, edits, evolution)
+      checkpoints/       pool snapshots, one JSON file per distinct pool
+      cache/             LLM response cache (gitignored)
+      exports/
+      .lock              held by the process that trains in this directory
+
+A new run goes only into a missing or empty directory (anything else is a `UserError` naming
+it, and nothing is touched), and the directory is private to the user (0700; what moscopt
+writes inside it is 0600): it holds prompts, model outputs and caches.
+
+Consistency: `save` writes the checkpoint (if the pool changed), then `state.json` (which names
+the checkpoint and the pool digest), then materializes `skills/`. Every file write is atomic, so
+a process killed at any instant leaves a state that names a complete checkpoint; `load_pool`
+restores `skills/` from it if the kill came before `skills/` was rewritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from moscopt.config import CONFIG_FILE, Config, load_config
+from moscopt.core.skills import Pool
+from moscopt.core.validation import user_error
+from moscopt.errors import UserError
+from moscopt.run.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text, storage
+from moscopt.run.ledger import Event, EventLog, read_events
+from moscopt.run.state import RunState, SchemaTooNew, migrate
+
+STATE_FILE = "state.json"
+EVENTS_FILE = "events.jsonl"
+LOCK_FILE = ".lock"
+PRIVATE_DIR = 0o700
+
+
+class RunDir:
+    """A run directory on disk. Create with `RunDir.create`, reopen with `RunDir.open`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._events: EventLog | None = None
+        self._lock_fd: int | None = None
+        self._dumped: str | None = None  # digest of the pool this object last wrote to skills/
+
+    # -- layout ----------------------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG_FILE
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.path / "skills"
+
+    @property
+    def state_path(self) -> Path:
+        return self.path / STATE_FILE
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / EVENTS_FILE
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.path / "cache"
+
+    @property
+    def exports_dir(self) -> Path:
+        return self.path / "exports"
+
+    @property
+    def events(self) -> EventLog:
+        if self._events is None:
+            self._events = EventLog(self.events_path)
+        return self._events
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | Path, config: Config, pool: Pool, state: RunState) -> RunDir:
+        """Make a new run in a missing or empty directory; refuses anything else, untouched."""
+        run = cls(path)
+        if run.state_path.exists():
+            raise UserError(
+                "already holds a run: use --resume, or choose another --run", path=run.path
+            )
+        run.check_new()
+        run.make_private()
+        for d in (run.checkpoints_dir, run.cache_dir, run.exports_dir):
+            make_dirs(d)
+        from moscopt.lm.cache import RECORD_FILE
+
+        # the LM layer appends to this file; created here so that it is private too
+        with storage(run.cache_dir / RECORD_FILE):
+            os.close(os.open(run.cache_dir / RECORD_FILE, os.O_WRONLY | os.O_CREAT, 0o600))
+        atomic_write_text(run.config_path, config.to_yaml())
+        run.save(state, pool)
+        return run
+
+    def check_new(self) -> None:
+        """Refuse (`UserError`, nothing touched) a path a new run may not go into: a file, or a
+        directory holding anything but a run (only this module's lock file is tolerated)."""
+        if not self.path.exists():
+            return
+        if not self.path.is_dir():
+            raise UserError("exists and is not a directory", path=self.path)
+        if self.state_path.exists():
+            return
+        others = sorted(p.name for p in self.path.iterdir() if p.name != LOCK_FILE)
+        if others:
+            shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+            raise UserError(
+                f"is not empty and holds no moscopt run ({shown}): a new run goes only into a "
+                "missing or empty directory; choose another --run",
+                path=self.path,
+            )
+
+    def make_private(self) -> None:
+        """Create the run directory (mode 0700), or make the empty one given private."""
+        with storage(self.path):
+            if self.path.is_dir():
+                os.chmod(self.path, PRIVATE_DIR)
+                return
+            make_dirs(self.path.parent)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.path, PRIVATE_DIR)
+            os.chmod(self.path, PRIVATE_DIR)
+
+    @classmethod
+    def open(cls, path: str | Path) -> RunDir:
+        """Open an existing run; a path that is not a run is a `UserError`."""
+        run = cls(path)
+        if not run.path.exists():
+            raise UserError("run directory not found", path=run.path)
+        if not run.path.is_dir():
+            raise UserError("not a directory", path=run.path)
+        if not run.state_path.is_file():
+            raise UserError(f"not a moscopt run directory (no {STATE_FILE})", path=run.path)
+        return run
+
+    # -- config, state, pool ---------------------------------------------------------------------
+
+    def load_config(self) -> Config:
+        return load_config(self.config_path)
+
+    def load_state(self) -> RunState:
+        text = read_text(self.state_path)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UserError(
+                f"not valid JSON: {e.msg}", path=self.state_path, line=e.lineno
+            ) from None
+        if not isinstance(data, dict):
+            raise UserError("must be a JSON object", path=self.state_path)
+        try:
+            data = migrate(data)
+            return RunState.model_validate(data)
+        except SchemaTooNew as e:
+            raise UserError(str(e), path=self.state_path, field="schema_version") from None
+        except ValidationError as e:
+            raise user_error(e, self.state_path) from None
+
+    def load_pool(self, state: RunState | None = None) -> Pool:
+        """The pool the state names; `skills/` is rewritten from it if it drifted."""
+        state = state or self.load_state()
+        if state.checkpoint is None:
+            return Pool.load(self.skills_dir)
+        pool = self.load_checkpoint(state.checkpoint)
+        try:
+            on_disk = Pool.load(self.skills_dir).digest()
+        except UserError:
+            on_disk = None
+        if on_disk != pool.digest():
+            pool.dump(self.skills_dir, prune=True)
+        return pool
+
+    def write_checkpoint(self, pool: Pool, step: int) -> str:
+        """Save `pool` as a checkpoint (once per distinct pool); its file name."""
+        digest = pool.digest()
+        for existing in self.checkpoints_dir.glob(f"*-{digest[:12]}.json"):
+            return existing.name
+        name = f"{step:06d}-{digest[:12]}.json"
+        atomic_write_json(self.checkpoints_dir / name, pool.to_json())
+        return name
+
+    def save(self, state: RunState, pool: Pool | None = None) -> None:
+        """Persist `state` (and `pool`, if given) in crash-consistent order."""
+        if pool is not None:
+            digest = pool.digest()
+            if digest != state.pool_digest or state.checkpoint is None:
+                state.checkpoint = self.write_checkpoint(pool, state.step)
+                state.pool_digest = digest
+        state.events_bytes = self.events_path.stat().st_size if self.events_path.exists() else 0
+        atomic_write_json(self.state_path, state.model_dump(mode="json"))
+        if pool is not None and digest != self._dumped:  # skills/ already holds this pool
+            pool.dump(self.skills_dir, prune=True)
+            self._dumped = digest
+
+    def rewind_events(self, state: RunState) -> int:
+        """Drop events logged after the last save (work that a resumed run redoes); bytes cut.
+
+        The kept log is read through once, so that a damaged line is a `UserError` before the
+        run spends any call (the trainer reads the log again later, mid-phase).
+        """
+        if not self.events_path.exists():
+            return 0
+        size = self.events_path.stat().st_size
+        if size <= state.events_bytes:
+            read_events(self.events_path)
+            return 0
+        with storage(self.events_path), open(self.events_path, "r+b") as f:
+            f.truncate(state.events_bytes)
+            f.flush()
+            os.fsync(f.fileno())
+        self._events = None
+        read_events(self.events_path)
+        return size - state.events_bytes
+
+    def read_events(
+        self, state: RunState | None = None, kinds: Iterable[str] | None = None
+    ) -> list[Event]:
+        """The saved events (up to `state.events_bytes`), only those of `kinds` if given."""
+        state = state or self.load_state()
+        return read_events(self.events_path, state.events_bytes, kinds)
+
+    def load_checkpoint(self, name: str) -> Pool:
+        path = self.checkpoints_dir / name
+        try:
+            return Pool.from_json(json.loads(read_text(path)))
+        except (json.JSONDecodeError, ValidationError) as e:
+            raise UserError(f"checkpoint is corrupt: {e}", path=path) from None
+
+    def checkpoints(self) -> list[Path]:
+        return sorted(self.checkpoints_dir.glob("*.json"))
+
+    # -- exclusivity -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[RunDir]:
+        """Hold the run's lock; a second process gets a clear `UserError` instead of a race.
+
+        A path that may hold no run (see `check_new`) is refused before anything is created.
+        """
+        self.check_new()
+        if not self.path.exists():
+            self.make_private()
+        with storage(self.path / LOCK_FILE):
+            fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UserError(
+                "another moscopt process is using this run directory", path=self.path
+            ) from None
+        try:
+            with storage(self.path / LOCK_FILE):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+            yield self
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

@@ -1,0 +1,188 @@
+"""The lifecycle policy: each operator's plan (pure), and each applied and validated in the
+niche world (alpha holds rule A; beta, gamma, delta rule B; the gate sends A tasks to alpha,
+beta, gamma in turn and B tasks to beta, gamma, delta)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from moscopt.benchmarks import get_benchmark
+from moscopt.config import LifecycleConfig
+from moscopt.extensions.niches.competence import observe
+from moscopt.extensions.niches.lifecycle import (
+    lifecycle_cycle,
+    plan_fork,
+    plan_merge,
+    plan_prune,
+    plan_seed,
+    update_streaks,
+)
+from moscopt.extensions.niches.records import NicheState
+from moscopt.optimizer.engine.context import Context
+from moscopt.optimizer.engine.validation import Validator
+from moscopt.run.ledger import LifecycleEvent
+from moscopt.run.rundir import RunDir
+from moscopt.testing import FakeLM
+from moscopt.testing.niche_world import RULES
+
+CFG = LifecycleConfig(n_min=2, n_max=5)
+POOL = ["alpha", "beta", "gamma", "delta"]
+
+
+def profile(state: NicheState, name: str, rewards: dict[str, float], times: int = 10) -> None:
+    for _ in range(times):
+        for niche, reward in rewards.items():
+            observe(state, niche, [name], reward, beta=0.3)
+
+
+def test_prune_after_a_streak_of_weak_evaluations_and_never_below_n_min() -> None:
+    s = NicheState()
+    q = {"alpha": 0.9, "beta": 0.9, "gamma": 0.9, "delta": 0.2}
+    for i in range(10):
+        update_streaks(s, q, POOL, ["delta", "alpha"] if i != 4 else ["alpha"], ratio=0.8)
+    assert s.below["delta"] == 9 and s.below["alpha"] == 0  # inactive: no evaluation
+    assert plan_prune(s, POOL, CFG) is None
+    update_streaks(s, q, POOL, ["delta"], ratio=0.8)
+    op = plan_prune(s, POOL, CFG)
+    assert op is not None and (op.kind, op.skills) == ("prune", ("delta",))
+    assert plan_prune(s, ["alpha", "delta"], CFG) is None  # n_min
+    update_streaks(s, {**q, "delta": 0.85}, POOL, ["delta"], ratio=0.8)
+    assert s.below["delta"] == 0  # a good evaluation resets the streak
+
+
+def test_merge_two_alike_mature_skills() -> None:
+    s = NicheState()
+    profile(s, "beta", {"A": 0.1, "B": 0.9})
+    profile(s, "gamma", {"A": 0.1, "B": 0.9})
+    profile(s, "alpha", {"A": 0.9, "B": 0.1})
+    op = plan_merge(s, POOL, CFG)
+    assert op is not None and (op.kind, op.skills) == ("merge", ("beta", "gamma"))
+    young = NicheState()
+    profile(young, "beta", {"A": 0.1, "B": 0.9}, times=4)
+    profile(young, "gamma", {"A": 0.1, "B": 0.9}, times=4)
+    assert plan_merge(young, POOL, CFG) is None  # 8 rollouts each, not 10
+    assert plan_merge(s, ["beta", "gamma"], CFG) is None  # n_min
+
+
+def test_fork_a_top_skill_that_dominates_a_niche() -> None:
+    s = NicheState()
+    profile(s, "alpha", {"A": 1.0, "B": 0.5})
+    profile(s, "beta", {"A": 0.2, "B": 0.9})
+    q = {"alpha": 0.95, "beta": 0.6, "gamma": 0.5, "delta": 0.4}
+    op = plan_fork(s, q, POOL, CFG, min_count=3)
+    assert op is not None and (op.kind, op.skills, op.niche) == ("fork", ("alpha",), "A")
+    # only the top share by Q forks: with beta on top, beta's lead on B, not alpha's on A
+    top_beta = plan_fork(s, {**q, "beta": 0.99}, POOL, CFG, min_count=3)
+    assert top_beta is not None and (top_beta.skills, top_beta.niche) == (("beta",), "B")
+    full = LifecycleConfig(n_min=2, n_max=4)
+    assert plan_fork(s, q, POOL, full, min_count=3) is None  # n_max
+
+
+def test_seed_a_niche_without_a_competent_skill() -> None:
+    s = NicheState()
+    profile(s, "alpha", {"A": 0.9, "C": 0.2})
+    profile(s, "beta", {"B": 0.9, "C": 0.3})
+    op = plan_seed(s, POOL, CFG, min_count=3)
+    assert op is not None and (op.kind, op.niche) == ("seed", "C")
+    assert plan_seed(s, POOL, LifecycleConfig(n_min=1, n_max=4), min_count=3) is None
+
+
+def skill_json(name: str, rule: str = "") -> str:
+    body = f"# {name}\n\n1. Read.\n2. Solve.\n3. Check.\n{rule}\n"
+    return json.dumps({"name": name, "description": f"The {name} skill.", "body": body})
+
+
+def context(world_run: Any) -> tuple[Context, FakeLM]:
+    w = world_run(transfer=False, **{"evolution.policy": "lifecycle"})
+    routes = dict(w.world.routes())
+    routes["evolve-crossover"] = lambda r: skill_json("merged", RULES["B"])
+    routes["evolve-lifecycle_fork"] = lambda r: skill_json("a-specialist", RULES["A"])
+    routes["evolve-lifecycle_seed"] = lambda r: skill_json("c-seed")
+    lm = FakeLM(routes=routes)
+    ctx = Context(
+        run=RunDir.open(w.run.path),
+        config=w.config,
+        benchmark=get_benchmark("offline"),
+        splits=w.splits,
+        agent_lm=lm,
+        optimizer_lm=lm,
+        seeds=w.seeds,
+    )
+    ctx.state.niches = NicheState()
+    return ctx, lm
+
+
+def events(ctx: Context) -> list[LifecycleEvent]:
+    return [e for e in ctx.run.events.of_type("lifecycle") if isinstance(e, LifecycleEvent)]
+
+
+def test_each_operator_is_validated_and_recorded(world_run: Any) -> None:
+    ctx, _ = context(world_run)
+    ns = ctx.state.niches
+    assert ns is not None
+    ns.below["delta"] = 10  # prune delta: the others cover B as well
+    profile(ns, "beta", {"A": 0.1, "B": 0.9})
+    profile(ns, "gamma", {"A": 0.1, "B": 0.9})  # merge beta and gamma
+    profile(ns, "alpha", {"A": 1.0})  # fork alpha for A
+    ctx.state.q = {"alpha": 1.0, "beta": 0.6, "gamma": 0.6, "delta": 0.5}
+    profile(ns, "delta", {"C": 0.0}, times=3)  # seed for C
+    asyncio.run(lifecycle_cycle(ctx, Validator(ctx)))
+    got = [(e.op, e.skills, e.created, e.accepted) for e in events(ctx)]
+    assert got == [
+        ("prune", ["delta"], None, True),
+        ("merge", ["beta", "gamma"], "merged", True),
+        ("fork", ["alpha"], "a-specialist", True),
+    ]  # seed: delta, the only skill seen on C, is gone with its rollouts
+    assert all(e.decision is not None and e.checkpoint for e in events(ctx))
+    assert sorted(ctx.pool.names) == ["a-specialist", "alpha", "merged"]
+    assert "delta" not in ctx.state.q and "beta" not in ctx.state.q
+    assert ctx.state.q["merged"] == ctx.state.q["a-specialist"] == 1.0  # the survivors' mean
+    assert "merged" not in ctx.state.activations
+    assert {"merged", "a-specialist"} <= set(ctx.state.names_used)
+    saved = RunDir.open(ctx.run.path).load_pool()
+    assert sorted(saved.names) == sorted(ctx.pool.names)
+
+
+def test_a_change_that_hurts_is_rejected(world_run: Any) -> None:
+    ctx, _ = context(world_run)
+    ns = ctx.state.niches
+    assert ns is not None
+    ns.below["alpha"] = 10  # alpha alone holds rule A: without it, niche A fails
+    asyncio.run(lifecycle_cycle(ctx, Validator(ctx)))
+    (event,) = events(ctx)
+    assert (event.op, event.accepted) == ("prune", False)
+    assert event.after is not None and event.before is not None and event.after < event.before
+    assert "alpha" in ctx.pool.names
+
+
+def test_seed_adds_a_skill_for_an_uncovered_niche(world_run: Any) -> None:
+    ctx, lm = context(world_run)
+    ns = ctx.state.niches
+    assert ns is not None
+    profile(ns, "alpha", {"C": 0.1}, times=3)
+    asyncio.run(lifecycle_cycle(ctx, Validator(ctx)))
+    (event,) = events(ctx)
+    assert (event.op, event.niche, event.created, event.accepted) == ("seed", "C", "c-seed", True)
+    assert len(ctx.pool) == 5 and "evolve-lifecycle_seed" in lm.purposes
+
+
+def test_training_with_the_lifecycle_policy(world_run: Any) -> None:
+    w = world_run(
+        transfer=True,
+        **{
+            "evolution.enabled": True,
+            "evolution.policy": "lifecycle",
+            "niches.lifecycle.prune_window": 2,
+        },
+    )
+    w.lm.routes["evolve"] = lambda r: skill_json("offspring")
+    trainer = w.train()
+    assert trainer.state.status == "done"
+    assert not w.run.events.of_type("evolution")  # the collective cycle did not run
+    ops = [(e.op, e.accepted) for e in events(trainer.ctx)]
+    assert ("prune", True) in ops and ("fork", True) in ops
+    assert [op for op, ok in ops if op == "fork" and ok] == ["fork"]  # one specialist for A
+    cfg = w.config.niches.lifecycle
+    assert cfg.n_min <= len(RunDir.open(w.run.path).load_pool()) <= cfg.n_max

@@ -1,0 +1,245 @@
+"""Acceptance policies: strict (the paper) and paired (sequential sign-flip test)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from moscopt.optimizer.policies.acceptance import (
+    Acceptance,
+    SequentialSignFlip,
+    Verdict,
+    make_acceptance,
+)
+
+P, M, Z = (1.0, 0.0), (0.0, 1.0), (0.0, 0.0)  # (candidate, incumbent): ahead, behind, tie
+
+
+class Scripted:
+    """`Rewards` from a list of samples (sample s = the s-th list), logging every request."""
+
+    def __init__(self, samples: Sequence[Sequence[float]]) -> None:
+        self.samples = [list(s) for s in samples]
+        self.asked: list[int] = []
+
+    async def __call__(self, s: int) -> Sequence[float]:
+        self.asked.append(s)
+        return self.samples[s]
+
+
+def pair(*looks: Sequence[tuple[float, float]]) -> tuple[Scripted, Scripted]:
+    """(incumbent, candidate) from looks of (candidate, incumbent) reward pairs."""
+    return (
+        Scripted([[i for _, i in look] for look in looks]),
+        Scripted([[c for c, _ in look] for look in looks]),
+    )
+
+
+def decide(policy: Acceptance, inc: Scripted, cand: Scripted, direction: str = "better") -> Verdict:
+    return asyncio.run(policy.decide(inc, cand, direction=direction))  # type: ignore[arg-type]
+
+
+STRICT = make_acceptance("strict")
+PAIRED = make_acceptance("paired")
+
+# -- strict ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("look", "direction", "accepted", "reason"),
+    [
+        ([P, P, M, Z], "better", True, "improved"),
+        ([P, M, Z, Z], "better", False, "tie"),
+        ([M, M, P, Z], "better", False, "not better"),
+        ([P, M, Z, Z], "not_worse", True, "tie"),
+        ([P, P, M, Z], "not_worse", True, "not worse"),
+        ([M, M, P, Z], "not_worse", False, "worse"),
+    ],
+)
+def test_strict_compares_the_means_of_sample_zero(
+    look: list[tuple[float, float]], direction: str, accepted: bool, reason: str
+) -> None:
+    inc, cand = pair(look, [P] * 4, [P] * 4)
+    verdict = decide(STRICT, inc, cand, direction)
+    assert (verdict.accepted, verdict.reason) == (accepted, reason)
+    assert (verdict.samples, verdict.n) == (1, 4)
+    assert inc.asked == cand.asked == [0]
+    assert verdict.mean_diff == pytest.approx(verdict.candidate_score - verdict.incumbent_score)
+
+
+def test_strict_accepts_a_one_task_lucky_draw() -> None:
+    """The noise the paired policy exists for: 1 task ahead out of 10 is enough for strict."""
+    lucky, even = [P] + [Z] * 9, [M] + [Z] * 9
+    assert decide(STRICT, *pair(lucky)).accepted
+    verdict = decide(PAIRED, *pair(lucky, even, even, even, even))
+    assert not verdict.accepted and verdict.samples == 2
+
+
+# -- paired: better ------------------------------------------------------------------------------
+
+
+def test_paired_accepts_a_clear_improvement_at_the_first_look() -> None:
+    inc, cand = pair([P] * 6 + [Z] * 4)
+    verdict = decide(PAIRED, inc, cand)
+    assert verdict.accepted and verdict.reason.startswith("improved (p=")
+    assert (verdict.samples, verdict.n) == (1, 10)
+    assert verdict.low > 0 and verdict.mean_diff == pytest.approx(0.6)
+    assert inc.asked == cand.asked == [0]
+
+
+def test_paired_adds_samples_while_open_then_accepts() -> None:
+    look = [P] * 5 + [M] + [Z] * 4  # ahead, but 10 tasks are not enough evidence
+    inc, cand = pair(look, look, look)
+    verdict = decide(PAIRED, inc, cand)
+    assert verdict.accepted and verdict.samples == 2 and verdict.n == 20
+    assert cand.asked == [0, 1]
+
+
+def test_paired_rejects_early_when_the_candidate_is_not_better() -> None:
+    look = [P, M, M] + [Z] * 7
+    inc, cand = pair(look, look, look, look, look)
+    verdict = decide(PAIRED, inc, cand)
+    assert not verdict.accepted and verdict.reason == "not better"
+    assert verdict.samples == 1 and verdict.low <= 0
+
+
+def test_paired_stops_at_the_sample_cap() -> None:
+    look = [P, P, P, M] + [Z] * 6  # stays promising, never conclusive
+    inc, cand = pair(*[look] * 5)
+    verdict = decide(make_acceptance("paired", max_samples=3), inc, cand)
+    assert not verdict.accepted and verdict.reason == "cap reached"
+    assert (verdict.samples, verdict.n) == (3, 30)
+    assert cand.asked == [0, 1, 2]
+
+
+def test_paired_with_one_sample_is_a_one_look_exact_test() -> None:
+    policy = make_acceptance("paired", max_samples=1)
+    assert decide(policy, *pair([P] * 5 + [Z] * 5)).accepted  # p = 1/32
+    verdict = decide(policy, *pair([P] * 4 + [Z] * 6))  # p = 1/16 > 0.05
+    assert not verdict.accepted and verdict.reason == "cap reached"
+
+
+# -- ties and not_worse --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("direction", "accepted"), [("better", False), ("not_worse", True)])
+def test_tie_rule_decides_at_once(direction: str, accepted: bool) -> None:
+    inc, cand = pair(*[[Z] * 10] * 5)
+    verdict = decide(PAIRED, inc, cand, direction)
+    assert (verdict.accepted, verdict.reason, verdict.samples) == (accepted, "tie", 1)
+    assert verdict.low == verdict.high == verdict.mean_diff == 0.0
+
+
+def test_not_worse_rejects_a_clearly_worse_candidate() -> None:
+    inc, cand = pair([M] * 6 + [Z] * 4)
+    verdict = decide(PAIRED, inc, cand, "not_worse")
+    assert not verdict.accepted and verdict.reason.startswith("worse (p=")
+    assert verdict.high < 0 and verdict.samples == 1
+
+
+def test_not_worse_accepts_early_unless_behind() -> None:
+    verdict = decide(PAIRED, *pair(*[[P, M, P] + [Z] * 7] * 5), "not_worse")
+    assert verdict.accepted and verdict.reason == "not worse" and verdict.samples == 1
+
+
+def test_not_worse_looks_again_when_behind_and_accepts_at_the_cap() -> None:
+    look = [M, M, M, P] + [Z] * 6  # the mirror of the cap case above
+    inc, cand = pair(*[look] * 3)
+    verdict = decide(make_acceptance("paired", max_samples=3), inc, cand, "not_worse")
+    assert verdict.accepted and verdict.reason == "cap reached" and verdict.samples == 3
+
+
+# -- requests ------------------------------------------------------------------------------------
+
+cells = st.sampled_from([P, M, Z, (1.0, 1.0), (0.5, 0.0), (0.0, 0.25)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda width: st.lists(st.lists(cells, min_size=width, max_size=width), min_size=5)
+    ),
+    st.sampled_from(["better", "not_worse"]),
+    st.integers(1, 5),
+)
+def test_incumbent_is_asked_only_for_indices_the_candidate_is_asked_for(
+    looks: list[list[tuple[float, float]]], direction: str, cap: int
+) -> None:
+    inc, cand = pair(*looks)
+    verdict = decide(make_acceptance("paired", max_samples=cap), inc, cand, direction)
+    assert cand.asked == list(range(verdict.samples))
+    assert inc.asked == cand.asked
+    assert 1 <= verdict.samples <= cap and verdict.n == verdict.samples * len(looks[0])
+    rejected_as_worse = verdict.high < 0
+    if direction == "better":
+        assert verdict.accepted == (verdict.low > 0)
+    else:
+        assert verdict.accepted == (not rejected_as_worse)
+    if verdict.accepted and direction == "better":
+        assert verdict.mean_diff > 0
+    assert decide(make_acceptance("paired", max_samples=cap), *pair(*looks), direction) == verdict
+
+
+# -- the guarantee -------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=1, max_size=4), min_size=1),
+    st.sampled_from([0.05, 0.1, 0.2]),
+)
+def test_false_acceptance_is_at_most_alpha_exactly(
+    magnitudes: list[list[float]], alpha: float
+) -> None:
+    """Enumerate every sign pattern of the differences (a no-op edit: each sign a fair coin):
+    the probability of ever crossing, over all looks, is at most alpha."""
+    flat = [m for look in magnitudes for m in look]
+    nonzero = [i for i, m in enumerate(flat) if m]
+    if len(nonzero) > 10:
+        nonzero = nonzero[:10]
+        flat = [m if i in nonzero else 0.0 for i, m in enumerate(flat)]
+    crossed = 0.0
+    for signs in itertools.product((1.0, -1.0), repeat=len(nonzero)):
+        diffs = list(flat)
+        for i, sign in zip(nonzero, signs, strict=True):
+            diffs[i] *= sign
+        test = SequentialSignFlip(alpha, len(magnitudes))
+        start = 0
+        for look in magnitudes:
+            outcome = test.look(diffs[start : start + len(look)]).outcome
+            start += len(look)
+            if outcome != "open":
+                break
+        crossed += (outcome == "crossed") / 2 ** len(nonzero)
+    assert crossed <= alpha + 1e-9
+
+
+# -- input checks --------------------------------------------------------------------------------
+
+
+def test_rewards_of_different_lengths_are_refused() -> None:
+    with pytest.raises(ValueError, match="incumbent rewards"):
+        decide(PAIRED, Scripted([[1.0, 0.0]]), Scripted([[1.0]]))
+    with pytest.raises(ValueError, match="expected 2"):
+        decide(PAIRED, *pair([P, Z], [P]))
+    with pytest.raises(ValueError, match="expected > 0"):
+        decide(STRICT, Scripted([[]]), Scripted([[]]))
+    with pytest.raises(ValueError, match="finite"):
+        decide(STRICT, Scripted([[float("nan")]]), Scripted([[1.0]]))
+
+
+def test_bad_names_and_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown acceptance"):
+        make_acceptance("lenient")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="confidence"):
+        make_acceptance("paired", confidence=1.0)
+    with pytest.raises(ValueError, match="max_samples"):
+        make_acceptance("paired", max_samples=0)
+    with pytest.raises(ValueError, match="direction"):
+        decide(PAIRED, *pair([P]), "sideways")
+    assert (STRICT.name, PAIRED.name) == ("strict", "paired")
