@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from moscopt._version import __version__
+
 if TYPE_CHECKING:
     from moscopt.api import (
         EvalReport,
@@ -23,7 +25,6 @@ if TYPE_CHECKING:
     )
     from moscopt.config import Config
 
-__version__ = "0.1.0"
 
 _API = (
     "train",

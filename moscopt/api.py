@@ -108,9 +108,9 @@ def train(
     or `benchmark`; a new run in `run_dir` (default `runs/<name>-<time>`), or with `resume` the
     run there continued (give the same tasks)."""
     from moscopt.app.assembly import pool_warnings, starting_pool
+    from moscopt.app.workspace import create_run, make_trainer
     from moscopt.core.resources import seed_skills_dir
     from moscopt.core.skills import Pool
-    from moscopt.optimizer.engine import Trainer, initial_state
     from moscopt.run.rundir import RunDir
 
     cfg = config_of(config, lm, optimizer_lm)
@@ -132,18 +132,15 @@ def train(
             pool, _ = starting_pool(Path(skills) if skills else seed_skills_dir(), cfg)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         path = Path(run_dir) if run_dir else Path(cfg.runs_dir) / f"{bench.name}-{stamp}"
-        with RunDir(path).locked():
-            run = RunDir.create(path, cfg, pool, initial_state(cfg, pool, ref, splits))
-    seeds = Pool.load(seed_skills_dir(), require_gate=True)
+        run = create_run(path, cfg, pool, ref, splits)
     with run.locked(), lms_of(cfg, run, lm, optimizer_lm) as (agent_lm, opt_lm):
-        trainer = Trainer(
+        trainer = make_trainer(
             run=run,
             config=cfg,
             benchmark=bench,
             splits=splits,
             agent_lm=agent_lm,
             optimizer_lm=opt_lm,
-            seeds=seeds,
             progress=progress,
         )
         run_sync(lambda: trainer.train())

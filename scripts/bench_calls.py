@@ -17,12 +17,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import Splits, get_benchmark
 from moscopt.config import load_config
 from moscopt.core.resources import seed_skills_dir
 from moscopt.core.skills import Pool
 from moscopt.lm.base import LMRequest
-from moscopt.optimizer.engine import Trainer, initial_state
+from moscopt.optimizer.engine import initial_state
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import tasks
@@ -73,7 +74,7 @@ def measure(n: int, k: int, b: int, v: int) -> dict[str, Any]:
         run = RunDir.create(
             Path(tmp) / "run", config, pool, initial_state(config, pool, "x", splits)
         )
-        trainer = Trainer(
+        trainer = make_trainer(
             run=run, config=config, benchmark=get_benchmark("offline"), splits=splits,
             agent_lm=lm, optimizer_lm=lm, seeds=seeds, progress=progress,
         )  # fmt: skip

@@ -39,12 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moscopt.agent.evaluate import run_tasks
+from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import get_benchmark
 from moscopt.config import load_config
 from moscopt.core.resources import seed_skills_dir
 from moscopt.core.skills import Pool
 from moscopt.lm.factory import build_lm
-from moscopt.optimizer.engine import Trainer, initial_state
+from moscopt.optimizer.engine import initial_state
 from moscopt.run.ledger import EditEvent
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM, FakeServer
@@ -102,7 +103,7 @@ async def one(
     agent_lm = build_lm(config, api_key="sk-fake")
     optimizer = FakeLM(routes=gate_learning_routes(world))
     before = server.count()
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path),
         config=config,
         benchmark=bench,

@@ -79,13 +79,9 @@ def logging_lm(run: Any, **kw: Any) -> Any:
 
 
 def measure(steps: int) -> tuple[int, int, int]:
+    from moscopt.app.workspace import make_trainer
     from moscopt.benchmarks import Splits
     from moscopt.testing.scripted import make_run, respond, tasks
-
-    try:
-        from moscopt.optimizer.engine import Trainer
-    except ImportError:  # before the engine
-        from moscopt.trainer import Trainer  # type: ignore[no-redef]
 
     global read_bytes
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,7 +103,7 @@ def measure(steps: int) -> tuple[int, int, int]:
             return f
 
         lm = logging_lm(run, responder=respond)
-        trainer = Trainer(
+        trainer = make_trainer(
             run=run, config=config, benchmark=bench, splits=sp,
             agent_lm=lm, optimizer_lm=lm, seeds=seeds,
         )  # fmt: skip

@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from moscopt.agent.evaluate import run_tasks
+from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import get_benchmark
 from moscopt.core.resources import seed_skills_dir
 from moscopt.core.skills import Pool
 from moscopt.extensions.niches.competence import competence_gap, specialization_index
 from moscopt.lm.factory import build_lm
-from moscopt.optimizer.engine import Trainer, initial_state
+from moscopt.optimizer.engine import initial_state
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM, FakeServer
 from moscopt.testing.niche_world import RULES, NicheWorld, make_pool, make_splits, world_config
@@ -80,7 +81,7 @@ async def one(mode: str, seed: int, epochs: int, server: FakeServer, root: Path)
     agent_lm = build_lm(config, api_key="sk-fake")
     optimizer = FakeLM(routes=NicheWorld(splits["all"]).routes())
     before = server.count()
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path),
         config=config,
         benchmark=get_benchmark("offline"),

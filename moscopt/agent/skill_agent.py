@@ -39,8 +39,6 @@ from moscopt.routing.gate import Activation, FixedSkills, Router
 if TYPE_CHECKING:
     from moscopt.agent.tools.toolbox import ToolBox, ToolOptions
     from moscopt.benchmarks import Benchmark, Task
-    from moscopt.config import Config
-    from moscopt.extensions.memory.params import MemoryState
     from moscopt.extensions.niches.embed import Embedder
 
 TOOL_STEPS = 4  # T with tools
@@ -100,43 +98,6 @@ class SkillAgent:
         self.tool_options = tool_options
         self._embedder: Embedder | None = None
         self._native: bool | None = None
-
-    @classmethod
-    def from_config(
-        cls,
-        lm: LM,
-        benchmark: Benchmark,
-        pool: Pool | None,
-        router: Router,
-        config: Config,
-        *,
-        memory: MemoryState | None = None,
-    ) -> SkillAgent:
-        """The agent `config` describes (tools, T, gating granularity, disclosure, execution
-        memory and halting with the learned parameters `memory` of a run state)."""
-        from moscopt.agent.tools.toolbox import ToolOptions
-
-        if config.agent.command:  # the user's own agent process (moscopt.agent.external)
-            from moscopt.agent.external.agent import ExternalAgent
-
-            return ExternalAgent.build(lm, benchmark, pool, router, config)
-        granularity = config.gating.granularity
-        tools, steps = agent_tools(
-            config.agent.tools, benchmark, config.agent.max_steps, granularity=granularity
-        )
-        return cls(
-            lm,
-            benchmark,
-            pool,
-            router,
-            tools=tools,
-            max_steps=steps,
-            granularity=granularity,
-            progressive_disclosure=config.agent.progressive_disclosure,
-            memory=MemorySettings.from_config(config.memory, memory),
-            embedding_model=config.memory.embedding_model or config.evolution.embedding_model,
-            tool_options=ToolOptions.from_config(config.agent),
-        )
 
     def _skills(self, names: Sequence[str]) -> list[Skill]:
         if self.pool is None:

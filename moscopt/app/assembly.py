@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from moscopt.agent.build import agent_for
 from moscopt.config import Config
 from moscopt.core.resources import seed_skills_dir
 from moscopt.core.skills import Pool
@@ -257,9 +258,8 @@ def make_agent(
     caller's event loop has not started: nothing waits). With `agent.aggregate: vote` the agent
     answers deterministic-answer tasks by the vote of the top `agent.vote_m` skills by
     familiarity (`moscopt.routing.voting`)."""
-    from moscopt.agent.skill_agent import SkillAgent
 
-    agent = SkillAgent.from_config(lm, bench, pool, router, config, memory=memory)
+    agent = agent_for(lm, bench, pool, router, config, memory=memory)
     prefetch = getattr(router, "prefetch", None)
     if tasks and prefetch is not None:
         import asyncio

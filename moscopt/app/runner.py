@@ -25,8 +25,8 @@ from moscopt.app.assembly import (
     resolve_benchmark,
     starting_pool,
 )
+from moscopt.app.workspace import create_run, make_trainer
 from moscopt.config import Config
-from moscopt.core.resources import seed_skills_dir
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_text
@@ -87,13 +87,10 @@ def train(
         data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
         config = config.model_copy(update={"data": data})
     path = run_path or default_run_path(config, project_root, bench.name)
-    from moscopt.optimizer.engine import initial_state
-
     check_models(config)
-    with RunDir(path).locked():
-        state = initial_state(config, pool, ref, splits)
-        run = RunDir.create(path, config, pool, state)
-        return _train(run, config, bench, splits, progress, state=state, resumed=False)
+    run = create_run(path, config, pool, ref, splits)
+    with run.locked():
+        return _train(run, config, bench, splits, progress, state=run.load_state(), resumed=False)
 
 
 def resume(
@@ -158,9 +155,7 @@ def _train(
 ) -> TrainOutcome:
     """Train `run` from `state`, its saved state (read once, by the caller, under its lock)."""
     from moscopt.lm.errors import LMFatalError
-    from moscopt.optimizer.engine import Trainer
 
-    seeds = Pool.load(seed_skills_dir(), require_gate=True)
     first = state.val_history[0].score if state.val_history else None
     with open_lms(
         config,
@@ -171,14 +166,13 @@ def _train(
         log_events=True,
     ) as lms:
         assert lms.optimizer is not None
-        trainer = Trainer(
+        trainer = make_trainer(
             run=run,
             config=config,
             benchmark=bench,
             splits=splits,
             agent_lm=lms.agent,
             optimizer_lm=lms.optimizer,
-            seeds=seeds,
             progress=progress,
             state=state,
         )

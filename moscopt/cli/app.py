@@ -42,7 +42,7 @@ app = typer.Typer(
 
 def version_callback(value: bool) -> None:
     if value:
-        from moscopt import __version__
+        from moscopt._version import __version__
 
         typer.echo(f"moscopt {__version__}")
         raise typer.Exit()

@@ -47,9 +47,9 @@ def stream_cmd(
     import json
     from datetime import datetime
 
+    from moscopt.app import stream as stream_run
     from moscopt.app.project import open_project
     from moscopt.errors import UserError
-    from moscopt.extensions.niches import stream_run
     from moscopt.lm.errors import LMFatalError
 
     if order not in ("given", "shuffled"):

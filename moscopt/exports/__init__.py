@@ -80,7 +80,7 @@ def export_run(
 
     `resolved` (the benchmark and its splits) and `lms` are for library callers (`moscopt.api`)
     whose tasks or LMs are Python objects; by default both come from the run's config."""
-    from moscopt import __version__
+    from moscopt._version import __version__
     from moscopt.config import load_config
     from moscopt.run.rundir import RunDir
 

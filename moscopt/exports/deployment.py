@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
-from moscopt.exports.manifest import MANIFEST_FILE, Manifest, load_manifest
+from moscopt.exports.manifest import MANIFEST_FILE, SKILLS_DIR, Manifest, load_manifest
 from moscopt.exports.static import ROUTING_FILE
 from moscopt.routing.table import RoutingTable
 
@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from moscopt.extensions.memory.params import MemoryState
     from moscopt.routing.gate import GateStats
     from moscopt.run.rundir import RunDir
-
-SKILLS_DIR = "skills"
 
 
 @dataclass(frozen=True)

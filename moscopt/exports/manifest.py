@@ -17,6 +17,7 @@ from moscopt.errors import UserError
 from moscopt.run.fsio import pretty_json, read_text
 
 MANIFEST_FILE = "moscopt-export.json"
+SKILLS_DIR = "skills"  # the skills folder of a mixture, static or router export
 FORMAT = 1
 Mode = Literal["mixture", "static", "distilled", "router", "agents"]
 MODES: tuple[Mode, ...] = ("mixture", "static", "distilled", "router", "agents")

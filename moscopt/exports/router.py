@@ -34,7 +34,6 @@ from moscopt.run.fsio import pretty_json, read_text
 
 if TYPE_CHECKING:
     from moscopt.core.skills import Pool
-    from moscopt.exports import ExportResult
     from moscopt.routing.familiarity import FamiliarityModel, Routing
     from moscopt.routing.router import FamiliarityRouter
 
@@ -59,13 +58,6 @@ class RouterExport:
         names = pool.names if pool is not None else tuple(self.model.names)
         cache = FeatureCache(make_embedder(self.embedding_model), self.boilerplate)
         return FamiliarityRouter(self.model, cache, names)
-
-
-def export_router(run_path: Path, out: Path | None = None, *, force: bool = False) -> ExportResult:
-    """Export the run at `run_path` as a router export (default `<run>/exports/router/`)."""
-    from moscopt.exports import export_run
-
-    return export_run(run_path=run_path, mode="router", out=out, force=force)
 
 
 def router_document(router_state: dict[str, Any]) -> dict[str, Any]:
@@ -162,7 +154,7 @@ def route_with_router(text: str, folder: Path) -> dict[str, Any]:
     import asyncio
 
     from moscopt.core.skills import Pool
-    from moscopt.exports.deployment import SKILLS_DIR
+    from moscopt.exports.manifest import SKILLS_DIR
 
     if not text.strip():
         raise UserError("the task text is empty", field="TASK")

@@ -65,14 +65,6 @@ def mean_pairwise_similarity(texts: Sequence[str], model: str = MINILM) -> tuple
     return (sum(sims) / len(sims), "difflib")
 
 
-def most_similar_pair(texts: Sequence[str]) -> tuple[int, int]:
-    """Indices of the two most similar texts (by difflib; cheap and deterministic)."""
-    return max(
-        _pairs(len(texts)),
-        key=lambda p: difflib.SequenceMatcher(None, texts[p[0]], texts[p[1]]).ratio(),
-    )
-
-
 def _pairs(n: int) -> list[tuple[int, int]]:
     return list(itertools.combinations(range(n), 2))
 

@@ -95,13 +95,12 @@ def run_pilot(
     import time
 
     from moscopt.app.assembly import open_lms
+    from moscopt.app.workspace import create_run, make_trainer
     from moscopt.core.resources import seed_skills_dir
     from moscopt.core.skills import Pool as PoolType
-    from moscopt.optimizer.engine import Trainer, initial_state
     from moscopt.optimizer.engine.skills_phase import batches
     from moscopt.optimizer.policies.edit_targets import SUCCESS
     from moscopt.run.ledger import LLMCall, read_events
-    from moscopt.run.rundir import RunDir
 
     # the project's cache, named absolutely: the throwaway run lives outside the project
     llm = config.llm.model_copy(update={"cache_dir": str(cache_dir)})
@@ -109,12 +108,11 @@ def run_pilot(
     seeds = PoolType.load(seed_skills_dir(), require_gate=True)
     with tempfile.TemporaryDirectory(prefix="moscopt-plan-") as tmp:
         path = Path(tmp) / "pilot"
-        state = initial_state(config, pool, benchmark_ref, splits)
-        run = RunDir.create(path, config, pool, state)
+        run = create_run(path, config, pool, benchmark_ref, splits)
         start = time.perf_counter()
         with open_lms(config, run, roles=("agent", "optimizer"), log_events=True) as lms:
             assert lms.optimizer is not None
-            trainer = Trainer(
+            trainer = make_trainer(
                 run=run, config=config, benchmark=bench, splits=splits,
                 agent_lm=lms.agent, optimizer_lm=lms.optimizer, seeds=seeds,
             )  # fmt: skip

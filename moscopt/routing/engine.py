@@ -1,9 +1,10 @@
 """The familiarity router inside the training engine (`gating.policy: familiarity | hybrid`).
 
-`FamiliarityRuntime` is built by `Context` for those policies. It gives the engine its routers
-(`router`) and is an engine `Observer`: after each skill-editing minibatch's rollouts are logged
-and credited it trains the heads on them and writes its state to `ctx.state.router` (saved right
-after by the engine, so a resumed run continues with the same heads).
+`FamiliarityExtension` plugs it into the engine (the application layer adds it for those
+policies); its `FamiliarityRuntime` gives the engine its routers (`router`), and after each
+skill-editing minibatch's rollouts are logged and credited it trains the heads on them and
+writes its state to `ctx.state.router` (saved right after by the engine, so a resumed run
+continues with the same heads).
 
 Two views of the heads, as the engine keeps two views of the statistics:
 - the live heads route the minibatch being rolled out, with the exploration bonus;
@@ -25,6 +26,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from moscopt.optimizer.engine.extension import Extension
 from moscopt.routing.familiarity import FamiliarityModel, Hyper, LearnStats, Observation
 from moscopt.routing.features import FeatureCache, make_embedder
 from moscopt.routing.gate import GateStats, Router, constrained_gate
@@ -173,3 +175,19 @@ class FamiliarityRuntime:
         self.last = model.learn(batch, dict(zip(keys, vectors, strict=True)))
         self.model = model
         ctx.state.router = self.to_json()
+
+
+class FamiliarityExtension(Extension):
+    """The learned router as an engine extension (`gating.policy` familiarity or hybrid): it
+    routes the pool and learns from each minibatch's rollouts."""
+
+    runtime: FamiliarityRuntime
+
+    def attach(self, ctx: Context) -> None:
+        self.runtime = FamiliarityRuntime(ctx)
+
+    async def after_rollouts(self, ctx: Context, rollouts: Sequence[Rollout]) -> None:
+        await self.runtime.after_rollouts(ctx, rollouts)
+
+    def router(self, ctx: Context, pool: Pool, stats: GateStats) -> Router | None:
+        return self.runtime.router(pool, stats)

@@ -18,7 +18,8 @@ How a selection was made (`Activation.source`, copied to `Rollout.activation` / 
   (Transient failures that outlast the retries are `LMUnavailableError`, fatal: the run stops.)
 - `random`, `all`, `single`, `none`, `static`: no LLM gate (ablations and deployment modes).
 
-`PARSE_FAILURES` is what `ParseFailureMonitor` counts against the gate, over `GATE_ANSWERS`.
+`PARSE_FAILURES` is what gate restoration (`optimizer.policies.gate_restoration`) counts
+against the gate, over `GATE_ANSWERS`.
 """
 
 from __future__ import annotations
@@ -132,35 +133,6 @@ def count_parse_failures(sources: Iterable[str]) -> tuple[int, int]:
         answers += source in GATE_ANSWERS
         failures += source in PARSE_FAILURES
     return failures, answers
-
-
-class ParseFailureMonitor:
-    """Tracks gate parse failures per optimization step; says when to restore the last good gate.
-
-    The gate is rebuilt when the failure rate (parse failures over gate answers, see
-    `count_parse_failures`) exceeds `threshold` in each of the last `window` consecutive steps.
-    """
-
-    def __init__(self, threshold: float, window: int, history: list[float] | None = None) -> None:
-        self.threshold = threshold
-        self.window = window
-        self.history: list[float] = list(history or [])
-
-    def record_sources(self, sources: Iterable[str]) -> bool:
-        """Record one step from the activation sources of its selections (with step-level
-        gating, every selection of every rollout: `Rollout.sources`)."""
-        return self.record_step(*count_parse_failures(sources))
-
-    def record_step(self, failures: int, calls: int) -> bool:
-        """Record one step's counts; True if the gate should be restored now."""
-        if calls == 0:
-            return False
-        self.history.append(failures / calls)
-        self.history = self.history[-self.window :]
-        if len(self.history) == self.window and all(r > self.threshold for r in self.history):
-            self.history.clear()
-            return True
-        return False
 
 
 # -- routers: the seam that chooses the skills for a task ------------------------------------

@@ -149,9 +149,6 @@ class RoutingTable:
                 return Match(rule.skills, i, rule)
         return Match(self.default, None, None)
 
-    def skill_names(self) -> set[str]:
-        return set(self.default).union(*(r.skills for r in self.rules))
-
     def check_skills(self, available: Iterable[str], path: str | Path | None) -> None:
         """Every rule names skills that exist (`available`); else a `UserError` at its line."""
         have = set(available)

@@ -1,8 +1,8 @@
 """The paper's aggregator (CERA-MoA): familiarity-weighted majority vote over the answers of the
 top skills run as separate agents, for tasks with a deterministic answer.
 
-Not wired into the agent yet (`agent.aggregate: vote` would run the top m skills separately, at
-m agent calls per task); this is the decision rule, so that wiring is one call.
+The decision rule only; `moscopt.routing.voting` runs the top m skills as separate agents
+(`agent.aggregate: vote`, m agent calls per task) and applies it.
 """
 
 from __future__ import annotations

@@ -216,11 +216,10 @@ def stream_world(path: Path, seed_dir: Path, *, transfer: bool = True, n: int = 
     the end with a `FakeLM`; the `StreamOutcome`. A resumed call continues where it stopped."""
     import asyncio
 
+    from moscopt.app.stream import StreamSettings, finish, write_stream_file
+    from moscopt.app.workspace import make_stream
     from moscopt.benchmarks import get_benchmark
-    from moscopt.extensions.niches.stream import Stream
-    from moscopt.extensions.niches.stream_run import StreamSettings, finish, write_stream_file
     from moscopt.optimizer.engine import initial_state
-    from moscopt.optimizer.engine.context import Context
     from moscopt.run.rundir import RunDir
     from moscopt.testing import FakeLM
 
@@ -234,16 +233,16 @@ def stream_world(path: Path, seed_dir: Path, *, transfer: bool = True, n: int = 
         run = RunDir.create(path, config, pool, initial_state(config, pool, "offline", splits))
         write_stream_file(run, {"settings": StreamSettings().__dict__})
     lm = FakeLM(routes=NicheWorld(tasks).routes())
-    ctx = Context(
+    stream = make_stream(
         run=RunDir.open(path),
         config=config,
         benchmark=get_benchmark("offline"),
-        splits=splits,
+        tasks=tasks,
         agent_lm=lm,
         optimizer_lm=lm,
         seeds=seeds,
     )
-    return asyncio.run(finish(Stream(ctx), StreamSettings(), resumed))
+    return asyncio.run(finish(stream, StreamSettings(), resumed))
 
 
 if __name__ == "__main__":  # python -m moscopt.testing.niche_world RUN_DIR SEED_DIR

@@ -254,13 +254,13 @@ def trained_router_run(root: Path, seed_dir: Path, **overrides: Any) -> tuple[An
     """`make_router_run`, trained to the end with a `FakeLM` of `trainer_routes`: (run, world)."""
     import asyncio
 
-    from moscopt.optimizer.engine import Trainer
+    from moscopt.app.workspace import make_trainer
     from moscopt.run.rundir import RunDir
     from moscopt.testing.fake_lm import FakeLM
 
     run, config, bench, sp, seeds, world = make_router_run(root, seed_dir, **overrides)
     lm = FakeLM(routes=trainer_routes(world))
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path), config=config, benchmark=bench, splits=sp,
         agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import Benchmark, Splits, Task, get_benchmark
 from moscopt.config import Config, load_config
 from moscopt.core.skills import Pool
@@ -162,9 +163,7 @@ def train_run(
     the `Trainer` (its `state` is the final state)."""
     import asyncio
 
-    from moscopt.optimizer.engine import Trainer
-
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path), config=config, benchmark=bench, splits=sp,
         agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from moscopt.agent.build import agent_for
 from moscopt.agent.harness import OTHER_SKILLS_HEADING, REFINE_INSTRUCTIONS, is_verified
 from moscopt.agent.skill_agent import REFINE_STEPS, SkillAgent, agent_tools
 from moscopt.benchmarks import Benchmark, Task, get_benchmark
@@ -151,14 +152,10 @@ def test_from_config_builds_the_configured_agent(pool) -> None:  # type: ignore[
     config = Config.model_validate(
         {"gating": {"granularity": "step"}, "agent": {"progressive_disclosure": False}}
     )
-    agent = SkillAgent.from_config(
-        FakeLM(), get_benchmark("gsm8k"), pool, FixedSkills((), "none"), config
-    )
+    agent = agent_for(FakeLM(), get_benchmark("gsm8k"), pool, FixedSkills((), "none"), config)
     assert agent.max_steps == REFINE_STEPS and agent.granularity == "step"
     assert agent.tools == () and not agent.progressive_disclosure
-    default = SkillAgent.from_config(
-        FakeLM(), get_benchmark("gsm8k"), pool, FixedSkills((), "none"), Config()
-    )
+    default = agent_for(FakeLM(), get_benchmark("gsm8k"), pool, FixedSkills((), "none"), Config())
     assert default.max_steps == 1 and default.progressive_disclosure
 
 

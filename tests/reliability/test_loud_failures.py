@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from moscopt.app.workspace import make_trainer
 from moscopt.cli import app
 from moscopt.lm.base import LMRequest
 from moscopt.lm.errors import LMRequestError
-from moscopt.optimizer.engine import Trainer
 from moscopt.optimizer.policies.error_rate import ErrorRate, ErrorRateExceeded
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
@@ -119,7 +119,7 @@ def test_a_run_whose_calls_all_fail_stops_before_saving_and_resumes_to_the_clean
 
     def train(run: RunDir, responder: Any, parts: tuple[Any, ...]) -> None:
         config, bench, sp, seeds = parts
-        trainer = Trainer(
+        trainer = make_trainer(
             run=RunDir.open(run.path),
             config=config,
             benchmark=bench,

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from moscopt.app.workspace import make_trainer
 from moscopt.core.skills import Pool
 from moscopt.lm.base import LMRequest
-from moscopt.optimizer.engine import Trainer
 from moscopt.run.ledger import EvolutionEvent
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
@@ -55,7 +55,7 @@ def replacing(match: Callable[[str], bool], answer: str | Responder) -> tuple[Re
 
 def train(tmp_path: Path, seed_dir: Path, responder: Responder, **overrides: object) -> RunDir:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **overrides)  # type: ignore[arg-type]
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path),
         config=config,
         benchmark=bench,

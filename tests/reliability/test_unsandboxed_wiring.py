@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from moscopt.agent.skill_agent import SkillAgent
+from moscopt.agent.build import agent_for
 from moscopt.agent.tools import sandbox
 from moscopt.benchmarks import Task, get_benchmark
 from moscopt.config import load_config
@@ -34,7 +34,7 @@ def _agent_observation(allow: bool) -> str:
     replies = iter(["```python\nprint(6 * 7)\n```", "FINAL ANSWER: 42"])
     lm = FakeLM(routes={"agent": lambda r: next(replies)})
     bench = get_benchmark("offline")
-    agent = SkillAgent.from_config(lm, bench, None, None, config)  # type: ignore[arg-type]
+    agent = agent_for(lm, bench, None, None, config)  # type: ignore[arg-type]
     rollout = asyncio.run(agent.run(TASK))
     return str(rollout.messages[3]["content"])
 

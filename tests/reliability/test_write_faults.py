@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from moscopt.app.workspace import make_trainer
 from moscopt.core.skills import Pool
-from moscopt.optimizer.engine import Trainer
 from moscopt.run.rundir import RunDir
 from moscopt.testing.scripted import make_run, scripted_lm
 
@@ -31,7 +31,7 @@ class Crash(BaseException):
 
 
 def train(run: RunDir, config: Any, bench: Any, sp: Any, seeds: Pool) -> None:
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path),
         config=config,
         benchmark=bench,

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import get_benchmark
 from moscopt.core.skills import Pool
 from moscopt.lm.base import LMRequest
-from moscopt.optimizer.engine import Trainer
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, make_run, respond, splits
@@ -45,7 +45,7 @@ def trained(root: Path, responder: object, resume: bool = False, **overrides: ob
     else:
         run, config, bench, sp, seeds = make_run(root, SEEDS, **overrides)
     lm = FakeLM(responder=responder)  # type: ignore[arg-type]
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path), config=config, benchmark=bench, splits=sp,
         agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip

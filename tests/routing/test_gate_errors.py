@@ -13,12 +13,12 @@ from moscopt.agent.skill_agent import SkillAgent
 from moscopt.benchmarks import Task, get_benchmark
 from moscopt.core.skills import Pool
 from moscopt.lm.errors import LMRequestError, LMUnavailableError
+from moscopt.optimizer.policies.gate_restoration import GateRestoration
 from moscopt.routing.gate import (
     GATE_ANSWERS,
     PARSE_FAILURES,
     GateStats,
     LLMGate,
-    ParseFailureMonitor,
     count_parse_failures,
 )
 from moscopt.testing import FakeLM
@@ -62,13 +62,13 @@ def test_only_parse_failures_count_against_the_gate() -> None:
     assert count_parse_failures(sources) == (2, 3)  # gate errors are in neither count
 
 
-def test_monitor_ignores_steps_of_gate_errors() -> None:
-    monitor = ParseFailureMonitor(threshold=0.3, window=2)
-    assert not monitor.record_sources(["gate_error"] * 4)  # the LLM failed: nothing recorded
+def test_restoration_ignores_steps_of_gate_errors() -> None:
+    monitor = GateRestoration(threshold=0.3, window=2)
+    assert not monitor.observe(["gate_error"] * 4)  # the LLM failed: nothing recorded
     assert monitor.history == []
-    assert not monitor.record_sources(["fallback", "gate", "gate_error", "gate_error"])
+    assert not monitor.observe(["fallback", "gate", "gate_error", "gate_error"])
     assert monitor.history == [0.5]
-    assert monitor.record_sources(["partial", "gate_error"])  # two steps over the threshold
+    assert monitor.observe(["partial", "gate_error"])  # two steps over the threshold
 
 
 def test_eval_summary_counts_gate_errors_apart() -> None:

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from moscopt.core.skills import Pool, Skill
+from moscopt.optimizer.policies.gate_restoration import GateRestoration
 from moscopt.routing.gate import (
     GateParseError,
-    ParseFailureMonitor,
     fallback_top_k,
     parse_activation,
     random_k,
@@ -76,11 +76,16 @@ def test_summary_table_plain_and_enriched() -> None:
     assert "| a | does / things | 0.91 | 18 |" in rich and "| b | x | n/a | 0 |" in rich
 
 
-def test_parse_failure_monitor_needs_consecutive_bad_steps() -> None:
-    m = ParseFailureMonitor(threshold=0.3, window=3)
-    assert not m.record_step(4, 10)
-    assert not m.record_step(1, 10)  # breaks the streak
-    assert not m.record_step(4, 10)
-    assert not m.record_step(5, 10)
-    assert m.record_step(10, 10)
+def steps(failures: int, answers: int) -> list[str]:
+    """A step's activation sources with `failures` parse failures out of `answers`."""
+    return ["fallback"] * failures + ["gate"] * (answers - failures)
+
+
+def test_gate_restoration_needs_consecutive_bad_steps() -> None:
+    m = GateRestoration(threshold=0.3, window=3)
+    assert not m.observe(steps(4, 10))
+    assert not m.observe(steps(1, 10))  # breaks the streak
+    assert not m.observe(steps(4, 10))
+    assert not m.observe(steps(5, 10))
+    assert m.observe(steps(10, 10))
     assert m.history == []

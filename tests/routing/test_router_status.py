@@ -10,11 +10,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from moscopt.app.workspace import make_trainer
 from moscopt.cli import app
 from moscopt.extensions.memory.halting import HALTING_FEATURES
 from moscopt.extensions.memory.params import MemoryState, ModelParams
 from moscopt.extensions.niches.records import NicheState
-from moscopt.optimizer.engine import Trainer
 from moscopt.report.page import write_report
 from moscopt.report.summary import run_summary
 from moscopt.run.rundir import RunDir
@@ -27,7 +27,7 @@ def test_status_and_report_show_specialization_memory_and_channels(
 ) -> None:
     run, config, bench, sp, seeds, world = make_router_run(tmp_path, seed_dir)
     lm = FakeLM(routes=trainer_routes(world))
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path), config=config, benchmark=bench, splits=sp,
         agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip

@@ -25,6 +25,7 @@ from moscopt.extensions.memory.gates import RETRIEVAL_FEATURES, WRITE_FEATURES
 from moscopt.extensions.memory.halting import HALTING_FEATURES
 from moscopt.extensions.memory.learned import calibration, fit_logistic
 from moscopt.extensions.memory.params import MemoryState, ModelParams
+from moscopt.optimizer.engine.extension import Extension
 
 if TYPE_CHECKING:
     from moscopt.agent.harness import Rollout
@@ -128,8 +129,9 @@ def learn(
     return refit(state, config) if seen else state
 
 
-class MemoryObserver:
-    """The engine hook (`Context.observers`): learn from each minibatch's rollouts."""
+class MemoryExtension(Extension):
+    """The engine extension: fit the gates and the halting controller on each minibatch's
+    rollouts (`learn`)."""
 
     async def after_rollouts(self, ctx: Context, rollouts: Sequence[Rollout]) -> None:
         if not any(_steps(r) for r in rollouts):
@@ -144,9 +146,9 @@ class MemoryObserver:
         )
 
 
-def observers(config: Config) -> list[MemoryObserver]:
-    """The observers the engine registers (none unless memory or halting is on and trained)."""
-    return [MemoryObserver()] if config.memory.active and config.memory.train else []
+def wanted(config: Config) -> bool:
+    """Whether `config` trains the execution memory (memory or halting on, and `train`)."""
+    return config.memory.active and config.memory.train
 
 
 def describe(state: MemoryState | None) -> list[str]:

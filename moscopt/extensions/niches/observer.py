@@ -1,5 +1,5 @@
-"""`NicheObserver`: the engine hook (`Context.observers`) that learns niches and competence
-from each minibatch's rollouts and runs CODREAM transfer.
+"""`NicheObserver`: what the niches extension does after each minibatch: it learns niches and
+competence from the minibatch's rollouts and runs CODREAM transfer.
 
 After each minibatch (its rollouts logged and credited, before the state is saved):
 1. every rollout's task gets its niche; each active skill's competence there is updated, and
@@ -296,9 +296,3 @@ class NicheObserver:
                     outcome="dropped",
                 )
             )
-
-
-def observers(config: Config) -> list[NicheObserver]:
-    """The observers the engine registers for `config` (none when niches are off)."""
-    wanted = config.niches.active or config.evolution.policy == "lifecycle"
-    return [NicheObserver(config)] if wanted else []

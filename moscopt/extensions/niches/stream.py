@@ -2,7 +2,7 @@
 once, in order, by the current pool, and what its reward teaches is learned at once.
 
 The stream is cut into chunks of M_b tasks. Per chunk: roll out (the current pool, its gate, the
-live statistics; logged as rollouts), credit, niches and CODREAM transfer (the observers, as in
+live statistics; logged as rollouts), credit, niches and CODREAM transfer (the extensions, as in
 training); an EditAdam step for each skill implicated in a failure, with the routed insights as
 evidence; every `lifecycle_every` chunks, with `evolution.policy: lifecycle`, one lifecycle
 cycle; every `memory_every` chunks, long-term memory is condensed and the step and rejection
@@ -20,7 +20,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from moscopt.extensions.niches.observer import observers
 from moscopt.optimizer.engine.context import Context
 from moscopt.optimizer.engine.editing import Editor
 from moscopt.optimizer.engine.gate_phase import GatePhase
@@ -41,9 +40,6 @@ class Stream:
         self, ctx: Context, *, window: int = 8, lifecycle_every: int = 5, memory_every: int = 10
     ) -> None:
         self.ctx = ctx
-        for observer in observers(ctx.config):
-            observer.show_gold = False  # a stream knows the reward, not the answer
-            ctx.observers.append(observer)
         self.window, self.lifecycle_every, self.memory_every = window, lifecycle_every, memory_every
         opt = ctx.config.optimizer
         size = opt.batch or opt.minibatch

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from moscopt.agent.build import agent_for
 from moscopt.agent.harness import Rollout
 from moscopt.agent.skill_agent import SkillAgent
 from moscopt.app.assembly import make_router, uses_llm_gate
@@ -26,17 +27,9 @@ from moscopt.run.state import Cursor, RunState, ScorePoint, Totals
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Splits, Task
-    from moscopt.routing.engine import FamiliarityRuntime
+    from moscopt.optimizer.engine.extension import Extension, Outcome
 
 ProgressFn = Callable[[dict[str, Any]], None]
-
-
-class Observer(Protocol):
-    """Learns from each skill-editing minibatch after its rollouts are logged and credited (a
-    learned router, niche competence, ...). It may change `ctx.state` (saved right after, so
-    what it learns survives a resume) and may raise only `LMFatalError`."""
-
-    async def after_rollouts(self, ctx: Context, rollouts: Sequence[Rollout]) -> None: ...
 
 
 class Context:
@@ -54,8 +47,10 @@ class Context:
         seeds: Pool,
         progress: ProgressFn | None = None,
         state: RunState | None = None,
+        extensions: Sequence[Extension] = (),
     ) -> None:
-        """`state` is the run's saved state when the caller has read it (else it is read)."""
+        """`state` is the run's saved state when the caller has read it (else it is read);
+        `extensions` are the add-ons plugged in (`engine.extension`), attached in order."""
         self.run = run
         self.config = config
         self.benchmark = benchmark
@@ -70,18 +65,14 @@ class Context:
         self.base_totals = self.state.totals.model_copy()
         n_val = max(1, math.ceil(config.optimizer.p_val * len(splits.val)))
         self.val_tasks: list[Task] = list(splits.val[:n_val])
-        self.observers: list[Observer] = []
-        self.familiarity: FamiliarityRuntime | None = None  # the learned router's heads
-        if config.gating.policy in ("familiarity", "hybrid"):
-            from moscopt.routing.engine import FamiliarityRuntime
-
-            self.familiarity = FamiliarityRuntime(self)
-            self.observers.append(self.familiarity)
+        self.extensions: list[Extension] = []
+        watch_error_rate(self)  # a step whose LLM calls mostly fail stops the run (resumable)
+        for extension in extensions:
+            self.attach(extension)
         for lm in (agent_lm, optimizer_lm):
             sink = getattr(lm, "events", None)
             if isinstance(sink, CallSink):
                 sink.where = self.where
-        watch_error_rate(self)  # a step whose LLM calls mostly fail stops the run (resumable)
 
     # -- modes -----------------------------------------------------------------------------------
 
@@ -99,15 +90,43 @@ class Context:
         """Whether the pool is routed by its (editable) LLM gate."""
         return uses_llm_gate(self.config, self.pool)
 
+    # -- extensions ------------------------------------------------------------------------------
+
+    def attach(self, extension: Extension) -> None:
+        extension.attach(self)
+        self.extensions.append(extension)
+
+    async def after_rollouts(self, rollouts: Sequence[Rollout]) -> None:
+        for extension in self.extensions:
+            await extension.after_rollouts(self, rollouts)
+
+    def proposal_evidence(self, name: str) -> tuple[str, tuple[str, ...]]:
+        """The extensions' evidence for `name`'s next proposal: (text, ids), text "" if none."""
+        blocks: list[str] = []
+        ids: list[str] = []
+        for extension in self.extensions:
+            text, found = extension.proposal_evidence(self, name)
+            if text:
+                blocks.append(text)
+            ids.extend(found)
+        return "\n\n".join(blocks), tuple(ids)
+
+    def proposal_decided(self, name: str, ids: tuple[str, ...], outcome: Outcome) -> None:
+        for extension in self.extensions:
+            extension.proposal_decided(self, name, ids, outcome)
+
     # -- routing and agents ----------------------------------------------------------------------
 
     def router(self, pool: Pool, stats: GateStats) -> Router:
-        if self.familiarity is not None and not (len(pool) == 1 and self.config.pool.k == 1):
-            return self.familiarity.router(pool, stats)
+        if not (len(pool) == 1 and self.config.pool.k == 1):
+            for extension in self.extensions:
+                router = extension.router(self, pool, stats)
+                if router is not None:
+                    return router
         return make_router(self.config, pool, self.agent_lm, stats=stats)
 
     def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:
-        return SkillAgent.from_config(
+        return agent_for(
             self.agent_lm,
             self.benchmark,
             pool,

@@ -20,7 +20,6 @@ import jsonpatch
 from moscopt.core.edits import ProposalError
 from moscopt.core.evidence import hard_soft, routing_cases, scores_text, trajectory_groups
 from moscopt.core.skills import GATE_NAME, Pool
-from moscopt.extensions.niches.hook import decided, pending_evidence, with_evidence
 from moscopt.optimizer.editadam import Candidate, EditAdam
 from moscopt.optimizer.engine.validation import Validator, decision
 from moscopt.optimizer.policies.edit_budget import EditBudget
@@ -30,6 +29,7 @@ from moscopt.run.state import OptimizerState
 
 if TYPE_CHECKING:
     from moscopt.optimizer.engine.context import Context
+    from moscopt.optimizer.engine.extension import Outcome
 
 
 @dataclass
@@ -41,9 +41,8 @@ class Proposed:
     analysis: str | None
     candidate: Candidate | None
     error: str | None = None
-    insights: tuple[
-        str, ...
-    ] = ()  # routed insights (moscopt.extensions.niches) shown to this proposal
+    # ids of the extensions' evidence shown to this proposal (`Context.proposal_evidence`)
+    evidence: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -98,24 +97,23 @@ class Editor:
         else:
             groups = trajectory_groups(name, rollouts, ctx.tasks, ctx.config.optimizer.minibatch)
             analysis = await adam.reflect(target, groups, opt)
-        evidence, insights = pending_evidence(ctx, name)
-        analysis = with_evidence(analysis, evidence)
+        evidence, ids = ctx.proposal_evidence(name)
+        if evidence:
+            analysis = f"{analysis}\n\n{evidence}" if analysis else evidence
         try:
             proposal = await adam.propose(
                 target, opt, analysis=analysis, scores=scores_text(rollouts), max_edits=max_edits
             )
         except ProposalError as e:
-            return Proposed(name, adam, analysis, None, str(e)[:300], insights)
-        return Proposed(
-            name, adam, analysis, adam.apply(target, proposal, max_edits), None, insights
-        )
+            return Proposed(name, adam, analysis, None, str(e)[:300], ids)
+        return Proposed(name, adam, analysis, adam.apply(target, proposal, max_edits), None, ids)
 
     # -- update ----------------------------------------------------------------------------------
 
     async def decide(self, p: Proposed) -> None:
         """Validate and accept or reject one target's candidate against the current pool."""
         await self._decide(p)
-        decided(self.ctx, p, p.candidate.skill if p.candidate else None)
+        self._decided(p)
 
     async def _decide(self, p: Proposed) -> None:
         ctx, opt = self.ctx, self.opt(p.name)
@@ -165,7 +163,23 @@ class Editor:
         once and validated together (one decision for all)."""
         await self._decide_together(proposed)
         for p in proposed:
-            decided(self.ctx, p, p.candidate.skill if p.candidate else None)
+            self._decided(p)
+
+    def _decided(self, p: Proposed) -> None:
+        """Tell the extensions what became of the proposal their evidence went into."""
+        if not p.evidence:
+            return
+        ctx = self.ctx
+        outcome: Outcome
+        if p.candidate is None:
+            outcome = "unusable"
+        elif not p.changed:
+            outcome = "not_applied"
+        elif p.name in ctx.pool.names and ctx.pool.get(p.name).body == p.candidate.skill.body:
+            outcome = "accepted"
+        else:
+            outcome = "rejected"
+        ctx.proposal_decided(p.name, p.evidence, outcome)
 
     async def _decide_together(self, proposed: Sequence[Proposed]) -> None:
         ctx = self.ctx

@@ -117,7 +117,6 @@ class SkillsPhase:
         assign_credit(ctx.state, outcomes, ctx.config.credit.beta)
         if ctx.llm_gate:
             await self.gate.watch(rollouts)
-        for observer in ctx.observers:
-            await observer.after_rollouts(ctx, rollouts)
+        await ctx.after_rollouts(rollouts)
         ctx.cursor.credited = True
         ctx.save()

@@ -13,11 +13,8 @@ saved, so a run killed at any point and resumed makes the decisions an uninterru
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from moscopt.extensions.memory.training import observers as memory_observers
-from moscopt.extensions.niches.lifecycle import lifecycle_cycle
-from moscopt.extensions.niches.observer import observers as niche_observers
 from moscopt.optimizer.engine.context import Context, ProgressFn
 from moscopt.optimizer.engine.editing import Editor
 from moscopt.optimizer.engine.evolution_phase import end_epoch, evolve
@@ -29,18 +26,50 @@ from moscopt.run.ledger import Notice, RolloutEvent, TrainStart
 from moscopt.run.state import RunState, ScorePoint
 
 if TYPE_CHECKING:
-    from moscopt.benchmarks import Splits
+    from collections.abc import Sequence
+
+    from moscopt.benchmarks import Benchmark, Splits
     from moscopt.config import Config
     from moscopt.core.skills import Pool
+    from moscopt.lm.base import LM
+    from moscopt.optimizer.engine.extension import Extension
+    from moscopt.run.rundir import RunDir
 
 
 class Trainer:
-    """Runs (or resumes) the optimization stored in a run directory."""
+    """Runs (or resumes) the optimization stored in a run directory.
 
-    def __init__(self, *, progress: ProgressFn | None = None, **parts: Any) -> None:
-        self.ctx = ctx = Context(progress=progress, **parts)
-        ctx.observers.extend(niche_observers(ctx.config))
-        ctx.observers.extend(memory_observers(ctx.config))  # gated memory and halting
+    Built by the application layer only (`moscopt.app.workspace.make_trainer`), which chooses
+    the `extensions` for the config. `state` is the run's saved state when the caller has read
+    it under the run's lock (else it is read); `seeds` is the seed library evolution may draw on.
+    """
+
+    def __init__(
+        self,
+        *,
+        run: RunDir,
+        config: Config,
+        benchmark: Benchmark,
+        splits: Splits,
+        agent_lm: LM,
+        optimizer_lm: LM,
+        seeds: Pool,
+        progress: ProgressFn | None = None,
+        state: RunState | None = None,
+        extensions: Sequence[Extension] = (),
+    ) -> None:
+        self.ctx = ctx = Context(
+            run=run,
+            config=config,
+            benchmark=benchmark,
+            splits=splits,
+            agent_lm=agent_lm,
+            optimizer_lm=optimizer_lm,
+            seeds=seeds,
+            progress=progress,
+            state=state,
+            extensions=extensions,
+        )
         opt = ctx.config.optimizer
         steps = ctx.config.training.epochs * len(batches(ctx, 0))
         budget = EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, steps))
@@ -96,9 +125,7 @@ class Trainer:
                 await self.start_phase("evolve")
             elif phase == "evolve":
                 if self._evolution_due():
-                    cycle = (
-                        lifecycle_cycle if ctx.config.evolution.policy == "lifecycle" else evolve
-                    )
+                    cycle = next((e.evolution for e in ctx.extensions if e.evolution), evolve)
                     await cycle(ctx, self.validator)
                 ctx.cursor.phase = "memory"
                 ctx.save()

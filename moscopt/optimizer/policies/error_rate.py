@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from moscopt.lm.base import LM, Completion, Message
 from moscopt.lm.errors import LMFatalError, LMRequestError
 from moscopt.lm.redact import redact, scrub_secrets
+from moscopt.optimizer.engine.extension import Extension
 
 if TYPE_CHECKING:
     from moscopt.agent.harness import Rollout
@@ -160,8 +161,8 @@ class GuardedLM:
             return await self.lm.acomplete(messages, **options)
 
 
-class MinibatchCheck:
-    """The engine `Observer` that judges the current step once its rollouts are in."""
+class MinibatchCheck(Extension):
+    """The engine extension that judges the current step once its rollouts are in."""
 
     def __init__(self, policy: ErrorRate) -> None:
         self.policy = policy
@@ -179,5 +180,5 @@ def watch_error_rate(ctx: Context) -> ErrorRate:
     same = ctx.optimizer_lm is ctx.agent_lm
     ctx.agent_lm = agent
     ctx.optimizer_lm = agent if same else GuardedLM(ctx.optimizer_lm, policy, ctx.where)
-    ctx.observers.append(MinibatchCheck(policy))
+    ctx.attach(MinibatchCheck(policy))
     return policy

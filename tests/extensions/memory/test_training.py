@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from moscopt.agent.harness import Rollout
+from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import Benchmark, get_benchmark
 from moscopt.config import load_config
 from moscopt.extensions.memory.halting import HALTING_FEATURES, HaltingController
 from moscopt.extensions.memory.tracker import MemorySettings
 from moscopt.extensions.memory.training import describe, halting_examples, learn, usefulness
-from moscopt.optimizer.engine import Trainer
 from moscopt.run.rundir import RunDir
 from moscopt.run.state import RunState
 from moscopt.testing import FakeLM
@@ -124,7 +124,7 @@ def test_the_trainer_learns_memory_online_and_saves_it(tmp_path: Path, seed_dir:
 def test_off_by_default_no_observer_no_trace(tmp_path: Path, seed_dir: Path) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.epochs": 1})
     lm = FakeLM(routes=scripted_lm().routes)
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path),
         config=config,
         benchmark=bench,
@@ -133,8 +133,8 @@ def test_off_by_default_no_observer_no_trace(tmp_path: Path, seed_dir: Path) -> 
         optimizer_lm=lm,
         seeds=seeds,
     )
-    from moscopt.extensions.memory.training import MemoryObserver
+    from moscopt.extensions.memory.training import MemoryExtension
 
-    assert not any(isinstance(o, MemoryObserver) for o in trainer.ctx.observers)
+    assert not any(isinstance(o, MemoryExtension) for o in trainer.ctx.extensions)
     asyncio.run(trainer.train())
     assert RunDir.open(run.path).load_state().memory is None

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import Splits, get_benchmark
 from moscopt.core.skills import Pool
 from moscopt.optimizer.engine import Trainer, initial_state
@@ -28,7 +29,7 @@ class WorldRun:
         self.lm = FakeLM(routes=self.world.routes())
 
     def train(self) -> Trainer:
-        trainer = Trainer(
+        trainer = make_trainer(
             run=RunDir.open(self.run.path),
             config=self.config,
             benchmark=get_benchmark("offline"),

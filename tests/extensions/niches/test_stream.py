@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from moscopt.extensions.niches.stream_run import STREAM_FILE
+from moscopt.app.stream import STREAM_FILE
 from moscopt.routing.gate import schema_answer as gating_answer
 from moscopt.routing.gate import schema_ids
 from moscopt.run.ledger import RolloutEvent

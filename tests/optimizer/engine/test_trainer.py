@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from moscopt.app.workspace import make_trainer
 from moscopt.core.skills import Pool
 from moscopt.lm.base import LMRequest
 from moscopt.optimizer.engine import Trainer
@@ -167,7 +168,7 @@ def restoration_trainer(tmp_path: Path, seed_dir: Path, **overrides: Any) -> Tra
     lm = FakeLM(routes={"gate": gate_world, "agent": agent_world})
     skilled = run.load_pool().get("careful-computation")
     run.save(run.load_state(), run.load_pool().replace(skilled.with_body(skilled.body + MAGIC)))
-    trainer = Trainer(
+    trainer = make_trainer(
         run=run, config=config, benchmark=bench, splits=sp,
         agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import Splits
 from moscopt.lm.base import LMRequest
 from moscopt.optimizer.engine import Trainer
@@ -76,7 +77,7 @@ def world(**routes: Any) -> FakeLM:
 
 def run_trainer(tmp_path: Path, seed_dir: Path, lm: FakeLM, sp: Any = None, **cfg: Any) -> Trainer:
     run, config, bench, default_splits, seeds = make_run(tmp_path, seed_dir, **cfg)
-    trainer = Trainer(
+    trainer = make_trainer(
         run=run, config=config, benchmark=bench, splits=sp or default_splits,
         agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip
@@ -192,7 +193,7 @@ def test_strict_scores_never_decrease_with_repeated_gate_failures(
     assert pool.gate is not None  # an edited gate, so that restoring the seed gate changes it
     run.save(run.load_state(), pool.replace(pool.gate.with_body(pool.gate.body + "\nEdited.\n")))
     lm = world(gate=flaky_gate)
-    trainer = Trainer(
+    trainer = make_trainer(
         run=run, config=config, benchmark=bench, splits=sp,
         agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip
@@ -212,7 +213,7 @@ def test_evolution_newborns_start_from_the_mean_q_and_the_eliminated_are_forgott
                                "optimizer.acceptance": "strict"}
     )  # fmt: skip
     lm = world()
-    trainer = Trainer(
+    trainer = make_trainer(
         run=run, config=config, benchmark=bench, splits=sp,
         agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip

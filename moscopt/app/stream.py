@@ -107,8 +107,8 @@ def start(
     import yaml
 
     from moscopt.app.assembly import benchmark_ref, check_models, starting_pool
+    from moscopt.app.workspace import create_run
     from moscopt.benchmarks import Splits, get_benchmark, load_benchmark_file
-    from moscopt.optimizer.engine import initial_state
 
     if (benchmark is None) == (tasks_file is None):
         raise UserError("give either --benchmark NAME or --tasks FILE (with --grader)")
@@ -137,8 +137,8 @@ def start(
     tasks = stream_order(bench, config, settings.order)
     splits = Splits(train=tasks, val=[], test=[])
     check_models(config)
-    with RunDir(run_path).locked():
-        run = RunDir.create(run_path, config, pool, initial_state(config, pool, ref, splits))
+    run = create_run(run_path, config, pool, ref, splits)
+    with run.locked():
         if spec is not None:
             atomic_write_text(run.path / SPEC_FILE, yaml.safe_dump(spec, sort_keys=False))
         write_stream_file(run, {"settings": settings.__dict__})
@@ -197,12 +197,10 @@ def _run(
     resumed: bool,
 ) -> StreamOutcome:
     from moscopt.app.assembly import open_lms
-    from moscopt.benchmarks import Splits
+    from moscopt.app.workspace import make_stream
     from moscopt.core.resources import seed_skills_dir
     from moscopt.core.skills import Pool
-    from moscopt.extensions.niches.stream import Stream
     from moscopt.lm.errors import LMFatalError
-    from moscopt.optimizer.engine.context import Context
 
     state = run.load_state()
     seeds = Pool.load(seed_skills_dir(), require_gate=True)
@@ -215,18 +213,15 @@ def _run(
         used_cost=state.totals.cost,
     ) as lms:
         assert lms.optimizer is not None
-        ctx = Context(
+        stream = make_stream(
             run=run,
             config=config,
             benchmark=bench,
-            splits=Splits(train=tasks, val=[], test=[]),
+            tasks=tasks,
             agent_lm=lms.agent,
             optimizer_lm=lms.optimizer,
             seeds=seeds,
             progress=progress,
-        )
-        stream = Stream(
-            ctx,
             window=settings.window,
             lifecycle_every=settings.lifecycle_every,
             memory_every=settings.memory_every,

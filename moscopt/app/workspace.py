@@ -1,0 +1,111 @@
+"""The front door's constructors: a new run directory, the trainer of a run, the stream engine.
+
+Every way to train goes through them: `moscopt train` and `--resume` (`app.runner`), the library
+API (`moscopt.api.train`), studies (through the runner), `moscopt plan`'s pilot (`planning`) and
+the test kit; `moscopt stream` (`app.stream`) builds its engine with `make_stream`. Nothing else
+constructs a `Trainer` or an engine `Context`: here the config's extensions are chosen
+(`app.extensions`) and handed to the engine, which knows none of them by name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from moscopt.benchmarks import Benchmark, Splits, Task
+    from moscopt.config import Config
+    from moscopt.core.skills import Pool
+    from moscopt.extensions.niches.stream import Stream
+    from moscopt.lm.base import LM
+    from moscopt.optimizer.engine import Trainer
+    from moscopt.optimizer.engine.context import ProgressFn
+    from moscopt.run.rundir import RunDir
+    from moscopt.run.state import RunState
+
+
+def create_run(
+    path: str | Path, config: Config, pool: Pool, benchmark_ref: str, splits: Splits
+) -> RunDir:
+    """A new run directory at `path` holding `config` (frozen), `pool` and a fresh state, made
+    under the run's lock (a folder that already holds a run is refused, never overwritten)."""
+    from moscopt.optimizer.engine import initial_state
+    from moscopt.run.rundir import RunDir
+
+    with RunDir(Path(path)).locked():
+        state = initial_state(config, pool, benchmark_ref, splits)
+        return RunDir.create(Path(path), config, pool, state)
+
+
+def make_trainer(
+    *,
+    run: RunDir,
+    config: Config,
+    benchmark: Benchmark,
+    splits: Splits,
+    agent_lm: LM,
+    optimizer_lm: LM,
+    seeds: Pool | None = None,
+    progress: ProgressFn | None = None,
+    state: RunState | None = None,
+) -> Trainer:
+    """The trainer of `run` with the extensions `config` asks for; `seeds` defaults to the
+    shipped seed library (what evolution may draw on)."""
+    from moscopt.app.extensions import extensions_for
+    from moscopt.core.resources import seed_skills_dir
+    from moscopt.core.skills import Pool
+    from moscopt.optimizer.engine import Trainer
+
+    if seeds is None:
+        seeds = Pool.load(seed_skills_dir(), require_gate=True)
+    return Trainer(
+        run=run,
+        config=config,
+        benchmark=benchmark,
+        splits=splits,
+        agent_lm=agent_lm,
+        optimizer_lm=optimizer_lm,
+        seeds=seeds,
+        progress=progress,
+        state=state,
+        extensions=extensions_for(config),
+    )
+
+
+def make_stream(
+    *,
+    run: RunDir,
+    config: Config,
+    benchmark: Benchmark,
+    tasks: list[Task],
+    agent_lm: LM,
+    optimizer_lm: LM,
+    seeds: Pool | None = None,
+    progress: ProgressFn | None = None,
+    window: int = 8,
+    lifecycle_every: int = 5,
+    memory_every: int = 10,
+) -> Stream:
+    """The stream engine over `run` (`tasks` in stream order), with the extensions a stream
+    uses (its insight transfer sees rewards, not answers)."""
+    from moscopt.app.extensions import extensions_for
+    from moscopt.benchmarks import Splits
+    from moscopt.core.resources import seed_skills_dir
+    from moscopt.core.skills import Pool
+    from moscopt.extensions.niches.stream import Stream
+    from moscopt.optimizer.engine.context import Context
+
+    if seeds is None:
+        seeds = Pool.load(seed_skills_dir(), require_gate=True)
+    ctx = Context(
+        run=run,
+        config=config,
+        benchmark=benchmark,
+        splits=Splits(train=tasks, val=[], test=[]),
+        agent_lm=agent_lm,
+        optimizer_lm=optimizer_lm,
+        seeds=seeds,
+        progress=progress,
+        extensions=extensions_for(config, stream=True),
+    )
+    return Stream(ctx, window=window, lifecycle_every=lifecycle_every, memory_every=memory_every)
