@@ -106,7 +106,20 @@ def train(
 ) -> TrainResult:
     """Optimize a pool (`skills`: a Pool, a skills folder; default the seed library) on `tasks`
     or `benchmark`; a new run in `run_dir` (default `runs/<name>-<time>`), or with `resume` the
-    run there continued (give the same tasks)."""
+    run there continued (give the same tasks).
+
+    `grader`: a grader name (exact, numeric, math, choice, ...) or `(response, row) -> float |
+    bool`; `instructions`: the answer format the agent is told; `config`: a `Config`, dotted
+    keys (`{"pool.k": 2}`) or a moscopt.yaml path; `lm` / `optimizer_lm`: a model string, an
+    `LM`, or a function `(messages, purpose=...) -> str`; `progress`: called with each event.
+    Raises `UserError` (bad input, before any work) or `RunFailed` (the run stopped, saved).
+
+    Example::
+
+        result = moscopt.train(rows, grader="numeric", lm="openai/gpt-4.1-mini",
+                               config={"pool.k": 2, "training.epochs": 1})
+        print(result.before, "->", result.after, result.accepted, "edits kept")
+    """
     from moscopt.app.assembly import pool_warnings, starting_pool
     from moscopt.app.workspace import create_run, make_trainer
     from moscopt.core.resources import seed_skills_dir
@@ -175,9 +188,19 @@ def evaluate(
     repeats: int | str = 1,
 ) -> EvalReport:
     """Score a deployment on a split: `skills` is a Pool, a skills folder, a run directory or
-    an export folder (mixture, static or distilled); None: no skills (the baseline)."""
+    an export folder (mixture, static or distilled); None: no skills (the baseline).
+
+    `split`: train, val, test or all; `repeats`: samples per task (an int, or "auto" for
+    adaptive repeats); the other arguments as in `train`.
+
+    Example::
+
+        report = moscopt.evaluate(rows, grader="numeric", skills="runs/api-demo", lm=my_lm)
+        print(f"{report.score:.3f} ({report.ci95[0]:.3f}-{report.ci95[1]:.3f})")
+    """
     from moscopt.agent.evaluate import evaluate as run_eval
-    from moscopt.app.assembly import make_agent, make_router
+    from moscopt.app.assembly import make_agent
+    from moscopt.routing.build import make_router
 
     if split not in ("train", "val", "test", "all"):
         raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
@@ -222,8 +245,16 @@ def export(
     config: Mapping[str, Any] | None = None,
     top: int | None = None,
 ) -> ExportResult:
-    """Export a run (see `moscopt.exports`). A run trained on Python `tasks` needs them again
-    for `static` (its table is learned from the gate's decisions on them) and `distilled`."""
+    """Export a run (see `moscopt.exports`) as `mode`: mixture, static, distilled, router or
+    agents, into `out` (default `<run>/exports/<mode>/`; an existing folder only with
+    `force`). A run trained on Python `tasks` needs them again for `static` (its table is
+    learned from the gate's decisions on them) and `distilled`; `top`: skills kept.
+
+    Example::
+
+        exported = moscopt.export("runs/api-demo", "static", tasks=rows, grader="numeric")
+        print(exported.out)
+    """
     from moscopt.exports import export_run
     from moscopt.run.rundir import RunDir
 
@@ -258,8 +289,14 @@ def route(
     config: ConfigLike = None,
 ) -> Routing:
     """Which skills a run's pool (its gate) or an export (mixture: its gate; static: its
-    table, no model call) activates for `task`."""
-    from moscopt.app.assembly import make_router
+    table, no model call) activates for `task`; give `run_dir` or `export_dir`.
+
+    Example::
+
+        routing = moscopt.route("What is 3 + 4?", run_dir="runs/api-demo", lm=my_lm)
+        print(routing.skills, routing.source)
+    """
+    from moscopt.routing.build import make_router
 
     if (run_dir is None) == (export_dir is None):
         raise UserError("give run_dir or export_dir", field="run_dir")

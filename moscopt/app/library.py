@@ -95,9 +95,9 @@ def benchmark_of(
 
 def deployment_of(skills: Pool | str | Path | None, cfg: Config) -> tuple[Any, Any, Any, Config]:
     """(pool, gate stats, static table, config with the deployment's K) of `skills`."""
-    from moscopt.app.assembly import gate_stats
     from moscopt.core.skills import Pool
     from moscopt.exports.manifest import MANIFEST_FILE
+    from moscopt.routing.build import gate_stats
     from moscopt.run.rundir import STATE_FILE, RunDir
 
     if skills is None or isinstance(skills, Pool):

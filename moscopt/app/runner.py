@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING, Any
 from moscopt.app.assembly import (
     benchmark_ref,
     check_models,
-    gate_stats,
     make_agent,
-    make_router,
     named_benchmark,
     open_lms,
     resolve_benchmark,
@@ -29,6 +27,7 @@ from moscopt.app.workspace import create_run, make_trainer
 from moscopt.config import Config
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
+from moscopt.routing.build import gate_stats, make_router
 from moscopt.run.fsio import atomic_write_text
 from moscopt.run.rundir import RunDir
 

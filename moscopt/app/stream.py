@@ -273,7 +273,8 @@ async def finish(stream: Stream, settings: StreamSettings, resumed: bool) -> Str
 async def measure_baselines(stream: Stream) -> dict[str, float]:
     """Accuracy of no skill, and of the stream's starting pool frozen, on the same stream."""
     from moscopt.agent.evaluate import run_tasks
-    from moscopt.app.assembly import make_agent, make_router
+    from moscopt.app.assembly import make_agent
+    from moscopt.routing.build import make_router
     from moscopt.routing.gate import GateStats
     from moscopt.run.ledger import TrainStart
 

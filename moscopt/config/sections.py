@@ -124,8 +124,7 @@ class EvolutionConfig(Section):
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     cobreed: bool = True  # False: the "no co-breeding" ablation (offspring only by mutation)
     # collective: the paper's cycle (moscopt.optimizer.evolve); lifecycle: fork/merge/prune/seed
-    # with a
-    # pool size in [niches.lifecycle.n_min, n_max] (moscopt.extensions.niches.lifecycle)
+    # with a pool size in [niches.lifecycle.n_min, n_max] (moscopt.extensions.niches.lifecycle)
     policy: Literal["collective", "lifecycle"] = "collective"
 
 

@@ -59,8 +59,9 @@ def route_task(
 def _route_mixture(
     text: str, run: Any, deployment: Any, overrides: dict[str, Any], config_path: Path | None
 ) -> dict[str, Any]:
-    from moscopt.app.assembly import gate_stats, make_router, open_lms
+    from moscopt.app.assembly import open_lms
     from moscopt.config import load_config
+    from moscopt.routing.build import gate_stats, make_router
 
     stats = None
     if run is not None:

@@ -125,7 +125,7 @@ def shape_of(
     """The run's shape, as the trainer will see it (`engine.skills_phase.batches` and friends),
     from epoch `start_epoch` (a resumed run's epochs done) to the last."""
     from moscopt.agent.skill_agent import agent_tools
-    from moscopt.app.assembly import uses_llm_gate
+    from moscopt.routing.build import uses_llm_gate
 
     opt, gating, evo = config.optimizer, config.gating, config.evolution
     n, k = len(pool), config.pool.k

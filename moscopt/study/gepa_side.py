@@ -160,7 +160,8 @@ class SkillPoolAdapter:
         from gepa.core.adapter import EvaluationBatch
 
         from moscopt.agent.evaluate import run_tasks
-        from moscopt.app.assembly import make_agent, make_router
+        from moscopt.app.assembly import make_agent
+        from moscopt.routing.build import make_router
 
         pool = pool_of(self.pool, candidate)
         router = make_router(self.config, pool, self.lm)

@@ -3,8 +3,9 @@ no checkpoints named) is inspected and resumed by this code, forever.
 
 `tests/fixtures/runs/v1-stopped` was made by that release (commit 10a51aa) with the scripted
 `addition` project against the loopback server, stopped by `--max-calls 40` in its gate phase
-(step 2, one accepted edit); its cache was dropped. Its frozen config names the project root
-`/tmp/mlf`, which the test rewrites to a temporary copy.
+(step 2, one accepted edit); its cache was dropped. The project root it named (`/tmp/mlf`, in
+the frozen config and the state) is stored as `@PROJECT@`, which the test rewrites to a
+temporary copy: no fixture points outside the repository.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ def legacy_project(tmp_path: Path, url: str, *, rng_state: bool = False) -> Path
         shutil.copy(FIXTURES / name, tmp_path / name)
     run = tmp_path / "runs" / "legacy"
     shutil.copytree(FIXTURES / "v1-stopped", run)
+    for name in ("moscopt.yaml", "state.json"):
+        path = run / name
+        path.write_text(path.read_text().replace("@PROJECT@", str(tmp_path)))
     config = run / "moscopt.yaml"
-    text = config.read_text().replace("/tmp/mlf", str(tmp_path))
-    config.write_text(re.sub(r"api_base: \S+", f"api_base: {url}", text))
+    config.write_text(re.sub(r"api_base: \S+", f"api_base: {url}", config.read_text()))
     if rng_state:  # written before `rng_state` was dropped (it loaded as an error since)
         state = json.loads((run / "state.json").read_text())
         state["rng_state"] = None

