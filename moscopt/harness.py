@@ -253,9 +253,12 @@ async def run_agent(
     `reselect`, for step-level gating, is awaited before each step after the first with the
     trajectory so far and returns the skills for the next step. `pool_skills`, for the
     no-progressive-disclosure ablation, are every skill of the pool (all shown to the agent).
-    `memory` (`moscopt.memory`): every step becomes a record; with `memory.settings.context`
-    each later step reads the retrieved records instead of the transcript, and with halting the
-    run stops when the controller says the memory holds the answer. `toolbox` offers `tools`
+    `memory` (`moscopt.memory`): every step becomes a record with the answer it proposes
+    (`Benchmark.proposed_answer`, whether or not the reply also calls a tool); with
+    `memory.settings.context` each later step reads the retrieved records instead of the
+    transcript when they are no longer than it; with halting the run stops when the controller
+    says the memory holds the answer, even while the model keeps asking for tools (the graded
+    response is then that reply with its answer on a `FINAL ANSWER:` line). `toolbox` offers `tools`
     natively or by the text protocol (default: the text protocol).
     """
     usage = Usage()
@@ -268,13 +271,18 @@ async def run_agent(
     messages.append({"role": "user", "content": task.prompt})
     response = ""
     for step in range(max_steps):
-        retrieved = await memory.retrieve() if memory is not None and step > 0 else []
+        retrieved = []
+        if memory is not None and step > 0:  # never more than the transcript they replace
+            retrieved = await memory.retrieve(len(full_text(messages)))
         if step > 0 and reselect is not None:
             current = await reselect(messages)
             _set_system(messages, _system(current, box, pool_skills, ask))
         request = messages
         if memory is not None and memory.settings.context and step > 0:
-            request = _memory_request(messages, task, memory.render(retrieved), refine)
+            shorter = _memory_request(messages, task, memory.render(retrieved), refine)
+            if _no_longer(shorter, messages):  # else (a short run) the transcript is read
+                request = shorter
+            memory.use_context(request is shorter)
         try:
             completion = await _complete(lm, request, sample, box)
         except LMFatalError:
@@ -295,19 +303,24 @@ async def run_agent(
             observation, failed = await asyncio.to_thread(box.run, invocation)
         halt = None
         if memory is not None:
-            from moscopt.benchmarks.extract import extract_answer
-
+            # the answer this step proposes, tool call or not; had the run stopped here with a
+            # tool call pending, the graded response is the reply with that answer stated
+            answer = benchmark.proposed_answer(response)
+            candidate = response
+            if invocation is not None and answer is not None:
+                candidate = f"{text}\n\nFINAL ANSWER: {answer}"
             halt = await memory.observe(
                 step=step,
                 skills=[s.name for s in current],
                 reply=text,
-                candidate=response,
-                answer=extract_answer(response) if invocation is None else None,
+                candidate=candidate,
+                answer=answer,
                 calls=usage.calls,
                 tool=invocation.tool if invocation is not None else None,
                 tool_input=invocation.input if invocation is not None else "",
                 observation=observation,
                 tool_error=failed,
+                pending=not verified and (refine or invocation is not None),
             )
         if verified or step == max_steps - 1 or (halt is not None and halt.halt):
             break
@@ -349,6 +362,17 @@ def _memory_request(
     parts = [task.prompt, memory_text, instruction]
     out.append({"role": "user", "content": "\n\n".join(p for p in parts if p)})
     return out
+
+
+def _no_longer(request: Sequence[Message], than: Sequence[Message]) -> bool:
+    """Whether `request` is no longer than `than` in characters and in words (what a
+    tokenizer's count follows)."""
+    return all(a <= b for a, b in zip(_size(request), _size(than), strict=True))
+
+
+def _size(messages: Sequence[Message]) -> tuple[int, int]:
+    texts = [m["content"] for m in messages]
+    return sum(map(len, texts)), sum(len(t.split()) for t in texts)
 
 
 async def _aggregate(

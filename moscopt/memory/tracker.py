@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from moscopt.memory.answers import AnswerKeeper, SameFn, tool_support
 from moscopt.memory.gates import RETRIEVAL_FEATURES, WRITE_FEATURES, RetrievalGate, WriteGate
 from moscopt.memory.halting import HALTING_FEATURES, HaltDecision, HaltingController, vote_index
 from moscopt.memory.learned import Logistic
@@ -28,7 +29,6 @@ from moscopt.memory.records import (
     MemoryRecord,
     conclusion_of,
     confidence_of,
-    normalize_answer,
     words,
 )
 
@@ -103,8 +103,16 @@ class StepMemory:
     """The memory of one rollout (see the module docstring)."""
 
     def __init__(
-        self, settings: MemorySettings, embedder: Embedder, *, task: str, max_steps: int
+        self,
+        settings: MemorySettings,
+        embedder: Embedder,
+        *,
+        task: str,
+        max_steps: int,
+        same: SameFn | None = None,
     ) -> None:
+        """`same`: whether the benchmark's grader counts two answers the same
+        (`Benchmark.same_answer`; None: normalized text)."""
         self.settings = settings
         self.embedder = embedder
         self.task = task
@@ -126,10 +134,13 @@ class StepMemory:
         self.halter = HaltingController(
             agree=settings.agree, threshold=settings.halt_threshold, model=settings.halting_model
         )
+        self.keeper = AnswerKeeper(same)
         self.answers: list[str | None] = []
+        self.observations: list[str] = []  # each step's tool result ("" without a tool)
         self.candidates: list[str] = []
         self.steps: list[dict[str, Any]] = []
         self.halted_at: int | None = None
+        self.halted_early = False  # halted where the loop would have gone on (a tool call...)
         self.retrieved: list[MemoryRecord] = []  # what the current step sees
         self._last: MemoryRecord | None = None
 
@@ -149,17 +160,27 @@ class StepMemory:
         tool_input: str = "",
         observation: str = "",
         tool_error: bool = False,
+        pending: bool = False,
     ) -> HaltDecision | None:
         """Record one step; the halting decision when halting is on (else None).
 
-        `candidate` is the response that would be graded if the run stopped now, `answer` its
-        extracted final answer, `calls` the LM calls made so far.
+        `candidate` is the response that would be graded if the run stopped now, `answer` the
+        answer the step proposes (with or without a tool call), `calls` the LM calls made so
+        far, `pending` whether the loop would go on without halting (a tool call to answer, a
+        solution to verify).
         """
+        keeper = self.keeper
+        canonical, support = await asyncio.to_thread(
+            lambda: (
+                keeper.canonical(answer),
+                tool_support(keeper, self.observations, answer),
+            )
+        )
         record = MemoryRecord(
             step=step,
             skills=tuple(skills),
             conclusion=conclusion_of(reply, self.settings.conclusion_chars),
-            answer=normalize_answer(answer),
+            answer=canonical,
             tool=tool,
             tool_input=tool_input,
             observation=observation,
@@ -172,6 +193,7 @@ class StepMemory:
             self.memory.add(record, vector, 1.0 if decision.score is None else decision.score)
         self._last = record
         self.answers.append(record.answer)
+        self.observations.append(observation if tool is not None else "")
         self.candidates.append(candidate)
         # the features are kept even with halting off: such runs are the uncensored examples
         halt = self.halter.decide(
@@ -179,9 +201,11 @@ class StepMemory:
             confidence=record.confidence,
             max_steps=self.max_steps,
             novelty=decision.novelty,
+            support=support,
         )
         if self.settings.halting and halt.halt:
             self.halted_at = step
+            self.halted_early = pending and step < self.max_steps - 1
         self.steps.append(
             {
                 "step": step,
@@ -194,18 +218,22 @@ class StepMemory:
                 "halt": halt.halt if self.settings.halting else None,
                 "candidate": candidate,
                 "calls": calls,
+                "pending": pending,
+                "context": "transcript",  # what the next step read (`use_context`)
                 "retrieval": [],
             }
         )
         return halt if self.settings.halting else None
 
-    async def retrieve(self) -> list[MemoryRecord]:
-        """The records the next step (and its router) see, chosen by the retrieval gate."""
+    async def retrieve(self, budget: int | None = None) -> list[MemoryRecord]:
+        """The records the next step (and its router) see, chosen by the retrieval gate within
+        `budget` characters (the size of the transcript they replace) if given."""
         if not len(self.memory):
+            self.retrieved = []
             return []
         query = self.task if self._last is None else f"{self.task}\n{self._last.embed_text()}"
         [vector] = await self._embed([query])
-        chosen = self.read.select(self.memory, vector)
+        chosen = self.read.select(self.memory, vector, budget)
         self.retrieved = chosen
         if self.steps:
             from moscopt.memory.gates import retrieval_features
@@ -215,6 +243,11 @@ class StepMemory:
                 for i in range(len(self.memory))
             ]
         return chosen
+
+    def use_context(self, memory: bool) -> None:
+        """Note what the step about to run reads: the memory, or the (shorter) transcript."""
+        if self.steps:
+            self.steps[-1]["context"] = "memory" if memory else "transcript"
 
     def render(self, records: Sequence[MemoryRecord]) -> str:
         if not records:
@@ -231,10 +264,20 @@ class StepMemory:
                 return found
         return len(self.candidates) - 1
 
+    def steps_left(self) -> int:
+        """The steps the budget still allowed when the run halted early (0 otherwise)."""
+        if not self.halted_early or self.halted_at is None:
+            return 0
+        return self.max_steps - 1 - self.halted_at
+
     def trace(self) -> dict[str, Any]:
         return {
             "steps": self.steps,
             "halted_at": self.halted_at,
+            "halted_early": self.halted_early,
+            # the steps the budget still allowed when the run halted early (each one LM call at
+            # least): the calls halting saved, at most
+            "steps_left": self.steps_left(),
             "max_steps": self.max_steps,
             "committed": len(self.memory),
         }
