@@ -141,6 +141,7 @@ class StepMemory:
         self.steps: list[dict[str, Any]] = []
         self.halted_at: int | None = None
         self.halted_early = False  # halted where the loop would have gone on (a tool call...)
+        self._reading = "transcript"  # what the step about to run reads (`use_context`)
         self.retrieved: list[MemoryRecord] = []  # what the current step sees
         self._last: MemoryRecord | None = None
 
@@ -219,7 +220,7 @@ class StepMemory:
                 "candidate": candidate,
                 "calls": calls,
                 "pending": pending,
-                "context": "transcript",  # what the next step read (`use_context`)
+                "context": self._reading,  # what this step read: memory or transcript
                 "retrieval": [],
             }
         )
@@ -246,8 +247,7 @@ class StepMemory:
 
     def use_context(self, memory: bool) -> None:
         """Note what the step about to run reads: the memory, or the (shorter) transcript."""
-        if self.steps:
-            self.steps[-1]["context"] = "memory" if memory else "transcript"
+        self._reading = "memory" if memory else "transcript"
 
     def render(self, records: Sequence[MemoryRecord]) -> str:
         if not records:
