@@ -46,7 +46,7 @@ def run(
     async def toolbox(_: Task) -> Any:
         return world.toolbox()
 
-    agent.toolbox = toolbox  # type: ignore[method-assign]
+    agent.toolbox = toolbox
     return asyncio.run(agent.run(task)), lm
 
 
