@@ -167,7 +167,10 @@ _JSON_FIELD_RE = re.compile(
     r"""(?i)["'](?:final_)?answer["']\s*:\s*(?:"(?P<s>(?:[^"\\\n]|\\.)*)"|(?P<v>[^,}\s\n]+))"""
 )
 _HEDGE_RE = re.compile(r"(?i)^(?:probably|likely|approximately|about|around|roughly)\s+")
-_SENTENCE_END_RE = re.compile(r"(?<!\d)\.(?:\s|$)|[.;!?](?=\s+[A-Z])|\s+\((?!\d)|\s[-\u2014]\s")
+_SENTENCE_END_RE = re.compile(
+    r"(?<!\d)\.(?:\s|$)|[.;!?](?=\s+[A-Z])|\s+\((?!\d)|\s[-\u2014]\s"
+    r"|,?\s+(?=(?:since|because|as|which|but|though|although|given|so|and\s+(?:I|we))\b)"
+)
 _BARE_LINE_RE = re.compile(r"^[-\u2212+$]?\s?[\d.,/%]+$")
 MAX_STATED_CHARS = 200  # a longer "answer" is a sentence, not an answer
 
