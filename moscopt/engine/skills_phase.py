@@ -18,6 +18,7 @@ from moscopt.engine.editing import Editor
 from moscopt.engine.gate_phase import GatePhase
 from moscopt.evaluate import run_tasks
 from moscopt.ledger import RolloutEvent
+from moscopt.memory.training import early_halt
 from moscopt.policies.edit_targets import EditTargets
 from moscopt.skills import GATE_NAME
 
@@ -109,6 +110,7 @@ class SkillsPhase:
                 selections=selections if len(selections) > 1 else [],
                 sources=list(r.sources) if len(selections) > 1 else [],
                 offered=list(r.offered),
+                **early_halt(r),
             )
             offsets.append(ctx.record(event))
         ctx.cursor.rollouts = [*ctx.cursor.rollouts, *offsets]
