@@ -62,7 +62,8 @@ def test_the_ledger_and_status_show_how_often_runs_halted(tmp_path: Path, seed_d
     assert shown.exit_code == 0, shown.output
     expected = f"halting: {len(rollouts)} of {len(rollouts)} rollouts halted early (100%)"
     assert expected in shown.output
-    as_json = json.loads(CliRunner().invoke(app, ["status", "--run", str(run.path), "--json"]).output)
+    shown = CliRunner().invoke(app, ["status", "--run", str(run.path), "--json"])
+    as_json = json.loads(shown.output)
     assert as_json["halting"]["halted_early"] == len(rollouts)
 
 
