@@ -172,6 +172,13 @@ _SENTENCE_END_RE = re.compile(
     r"|,?\s+(?=(?:since|because|as|which|but|though|although|given|so|and\s+(?:I|we))\b)"
 )
 _BARE_LINE_RE = re.compile(r"^[-\u2212+$]?\s?[\d.,/%]+$")
+# what follows "the answer is" when no answer is stated: "not 42", "still unclear", "what we..."
+_NO_ANSWER_RE = re.compile(
+    r"(?i)^(?:not|no\s+longer|unclear|unknown|uncertain|undetermined|still|yet|we|i|it|that|"
+    r"what|which|whether|to|being|going|in\s+the|somewhere|between|either|one\s+of)\b"
+)
+_ASKING_RE = re.compile(r"(?i)\b(?:what|whether|if|how)\s+(?:\w+\s+){0,3}$")
+MAX_PHRASE_WORDS = 12  # "the answer is" followed by more words is a sentence, not an answer
 MAX_STATED_CHARS = 200  # a longer "answer" is a sentence, not an answer
 
 
@@ -200,13 +207,21 @@ def stated_answer(text: str) -> str | None:
 
 
 def _last_phrase(prose: str) -> str | None:
+    """The value of the last "the answer is X" that states one (not a question, a negation or
+    a wondering "what the answer is")."""
     for m in reversed(list(_ANSWER_IS_RE.finditer(prose))):
+        line_start = prose.rfind("\n", 0, m.start()) + 1
+        if _ASKING_RE.search(prose[line_start : m.start()]):
+            continue  # "let me check what the answer is"
         rest = _HEDGE_RE.sub("", m.group("rest").strip().lstrip("*").strip())
         end = _SENTENCE_END_RE.search(rest)
-        value = (rest[: end.start()] if end else rest).strip().rstrip(".,;:").strip()
+        value = (rest[: end.start()] if end else rest).strip()
+        if value.endswith("?") or (end is None and rest.rstrip().endswith("?")):
+            continue  # a question
+        value = value.rstrip(".,;:").strip()
         if value.startswith("\\boxed") and (inner := last_boxed(value)) is not None:
             value = inner
-        if value:
+        if value and not _NO_ANSWER_RE.match(value) and len(value.split()) <= MAX_PHRASE_WORDS:
             return value
     return None
 

@@ -161,4 +161,11 @@ def test_stated_answer_variants() -> None:
     assert stated_answer("My first estimate is that the answer is 392. Let me compute.") == "392"
     assert stated_answer('{"final_answer": -1234.5, "steps": 3}') == "-1234.5"
     assert stated_answer("answer-key: none") is None
+    # no answer stated: a question, a negation, a wondering, an undecided sentence
+    assert stated_answer("Is the answer 42? Let me check.") is None
+    assert stated_answer("So the answer is 12?") is None
+    assert stated_answer("The answer is not 42, so I recompute.") is None
+    assert stated_answer("Let me check what the answer is: run the code.") is None
+    assert stated_answer("The answer is still unclear.") is None
+    assert stated_answer("I wonder whether the answer is 7.") is None
     assert stated_answer("The answer is " + "very long " * 40) is None  # a sentence, not an answer
