@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from moscopt.lm.base import LM, Message
 from moscopt.lm.errors import LMFatalError, LMRequestError
+from moscopt.memory.context import step_request
 from moscopt.memory.tracker import CONFIDENCE_INSTRUCTION
 from moscopt.prompting import render
 from moscopt.skills import Skill
@@ -48,15 +49,6 @@ if TYPE_CHECKING:
     from moscopt.memory.tracker import StepMemory
 
 TOOL_INSTRUCTIONS = TEXT_INSTRUCTIONS["python"]
-
-MEMORY_REFINE_INSTRUCTIONS = """\
-Above is what earlier steps established. If the latest answer there is correct and complete,
-reply with the single word VERIFIED and nothing else. Otherwise, continue: reply with a
-corrected, complete solution that ends with the final answer in the format the task asks for."""
-
-MEMORY_TOOL_INSTRUCTIONS = """\
-Above is what earlier steps established (their tool calls and results). Continue: call a tool
-if you need more, or reply with your final answer in the format the task asks for."""
 
 AGGREGATE_INSTRUCTIONS = """\
 Above are the answers and findings of several steps on this task. Decide which is right,
@@ -279,10 +271,8 @@ async def run_agent(
             _set_system(messages, _system(current, box, pool_skills, ask))
         request = messages
         if memory is not None and memory.settings.context and step > 0:
-            shorter = _memory_request(messages, task, memory.render(retrieved), refine)
-            if _no_longer(shorter, messages):  # else (a short run) the transcript is read
-                request = shorter
-            memory.use_context(request is shorter)
+            request, reads = step_request(messages, task.prompt, memory.render(retrieved), refine)
+            memory.use_context(reads)  # the memory, or (a short run) the transcript
         try:
             completion = await _complete(lm, request, sample, box)
         except LMFatalError:
@@ -350,29 +340,6 @@ def _shown(text: str, invocation: Invocation | None, box: ToolBox) -> str:
     if invocation is None or not box.native or invocation.call_id is None:
         return text
     return f"{text}\n[tool call {invocation.tool}]\n{invocation.input}".strip()
-
-
-def _memory_request(
-    messages: list[Message], task: Task, memory_text: str, refine: bool
-) -> list[Message]:
-    """The next step's context with memory: the system prompt, the task, the retrieved
-    records and what to do next (never the transcript)."""
-    out: list[Message] = [m for m in messages[:1] if m["role"] == "system"]
-    instruction = MEMORY_REFINE_INSTRUCTIONS if refine else MEMORY_TOOL_INSTRUCTIONS
-    parts = [task.prompt, memory_text, instruction]
-    out.append({"role": "user", "content": "\n\n".join(p for p in parts if p)})
-    return out
-
-
-def _no_longer(request: Sequence[Message], than: Sequence[Message]) -> bool:
-    """Whether `request` is no longer than `than` in characters and in words (what a
-    tokenizer's count follows)."""
-    return all(a <= b for a, b in zip(_size(request), _size(than), strict=True))
-
-
-def _size(messages: Sequence[Message]) -> tuple[int, int]:
-    texts = [m["content"] for m in messages]
-    return sum(map(len, texts)), sum(len(t.split()) for t in texts)
 
 
 async def _aggregate(
