@@ -10,14 +10,17 @@ Step-level gating, K = 1, T = 4, no tools. First the gates and the halting contr
 fitted (`moscopt.extensions.memory.training.learn`) on rollouts of the training tasks run to T with
 the memory and without halting; then every configuration runs the test tasks:
 
+- default harness: the router reads the last step (`memory.route_on: progress`), the agent the
+  transcript, no memory, no halting;
 - full history: the router and the agent read the whole transcript;
 - query only: the router reads the task alone (the agent still reads the transcript);
 - gated memory: the router and the agent read the task plus the retrieval gate's records;
 - each with halting (the fitted controller; with `--rule` also the untrained agreement rule).
 
 Prints accuracy, LLM calls per task (gate and agent) and prompt tokens per task, and the
-issue's target: gated memory with halting against full history without it (>= 25% fewer
-calls, >= 40% fewer prompt tokens, accuracy within 1 point).
+targets: gated memory with halting against full history without it (>= 25% fewer calls, >= 40%
+fewer prompt tokens, accuracy within 1 point), and against the default harness (>= 25% fewer
+calls, no more prompt tokens, accuracy unchanged).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ def configurations(learned: MemoryState, rule: bool) -> list[tuple[str, MemorySe
     halting = dict(halting=True, halting_model=fitted.halting_model)
     gated = replace(fitted, halting=False, ask_confidence=False)
     out = [
+        ("default harness", MemorySettings()),
         ("full history", MemorySettings(route_on="full")),
         ("full history + halting", MemorySettings(route_on="full", **halting)),  # type: ignore[arg-type]
         ("query only", MemorySettings(route_on="query")),
@@ -140,11 +144,19 @@ def report(result: dict[str, Any]) -> str:
     fewer_tokens = 1 - ours.prompt_tokens / base.prompt_tokens
     points = 100 * (ours.accuracy - base.accuracy)
     ok = fewer_calls >= 0.25 and fewer_tokens >= 0.40 and points >= -1.0
+    default = by["default harness"]
+    d_calls = 1 - ours.calls / default.calls
+    d_tokens = 1 - ours.prompt_tokens / default.prompt_tokens
+    d_points = 100 * (ours.accuracy - default.accuracy)
+    d_ok = d_calls >= 0.25 and d_tokens >= 0.0 and d_points >= 0.0
     lines += [
         "",
         "gated memory + halting vs full history: "
         f"{100 * fewer_calls:.1f}% fewer calls, {100 * fewer_tokens:.1f}% fewer prompt tokens, "
         f"accuracy {points:+.1f} points -> target {'met' if ok else 'NOT met'}",
+        "gated memory + halting vs default harness: "
+        f"{100 * d_calls:.1f}% fewer calls, {100 * d_tokens:.1f}% fewer prompt tokens, "
+        f"accuracy {d_points:+.1f} points -> target {'met' if d_ok else 'NOT met'}",
         "",
         "fitted on the training rollouts:",
         *(f"  {line}" for line in result["learned"]),

@@ -39,6 +39,7 @@ from moscopt.agent.tools.toolbox import (
 )
 from moscopt.core.prompting import render
 from moscopt.core.skills import Skill
+from moscopt.extensions.memory.context import step_request
 from moscopt.extensions.memory.tracker import CONFIDENCE_INSTRUCTION
 from moscopt.lm.base import LM, Message
 from moscopt.lm.errors import LMFatalError, LMRequestError
@@ -48,15 +49,6 @@ if TYPE_CHECKING:
     from moscopt.extensions.memory.tracker import StepMemory
 
 TOOL_INSTRUCTIONS = TEXT_INSTRUCTIONS["python"]
-
-MEMORY_REFINE_INSTRUCTIONS = """\
-Above is what earlier steps established. If the latest answer there is correct and complete,
-reply with the single word VERIFIED and nothing else. Otherwise, continue: reply with a
-corrected, complete solution that ends with the final answer in the format the task asks for."""
-
-MEMORY_TOOL_INSTRUCTIONS = """\
-Above is what earlier steps established (their tool calls and results). Continue: call a tool
-if you need more, or reply with your final answer in the format the task asks for."""
 
 AGGREGATE_INSTRUCTIONS = """\
 Above are the answers and findings of several steps on this task. Decide which is right,
@@ -121,6 +113,17 @@ class Rollout:
     @property
     def success(self) -> bool:
         return self.reward >= 1.0
+
+    def early_halt(self) -> dict[str, Any]:
+        """The rollout record's halting fields (`RolloutEvent.halted_at`, `steps_left`): where
+        halting stopped a run that would have gone on, and the steps the budget still allowed."""
+        trace = self.extra.get("memory")
+        if not isinstance(trace, dict) or not trace.get("halted_early"):
+            return {}
+        return {
+            "halted_at": trace.get("halted_at"),
+            "steps_left": int(trace.get("steps_left") or 0),
+        }
 
     @property
     def soft(self) -> float:
@@ -253,10 +256,12 @@ async def run_agent(
     `reselect`, for step-level gating, is awaited before each step after the first with the
     trajectory so far and returns the skills for the next step. `pool_skills`, for the
     no-progressive-disclosure ablation, are every skill of the pool (all shown to the agent).
-    `memory` (`moscopt.extensions.memory`): every step becomes a record; with
-    `memory.settings.context`
-    each later step reads the retrieved records instead of the transcript, and with halting the
-    run stops when the controller says the memory holds the answer. `toolbox` offers `tools`
+    `memory` (`moscopt.extensions.memory`): every step becomes a record with the answer it proposes
+    (`Benchmark.proposed_answer`, whether or not the reply also calls a tool); with
+    `memory.settings.context` each later step reads the retrieved records instead of the
+    transcript when they are no longer than it; with halting the run stops when the controller
+    says the memory holds the answer, even while the model keeps asking for tools (the graded
+    response is then that reply with its answer on a `FINAL ANSWER:` line). `toolbox` offers `tools`
     natively or by the text protocol (default: the text protocol).
     """
     usage = Usage()
@@ -269,13 +274,16 @@ async def run_agent(
     messages.append({"role": "user", "content": task.prompt})
     response = ""
     for step in range(max_steps):
-        retrieved = await memory.retrieve() if memory is not None and step > 0 else []
+        retrieved = []
+        if memory is not None and step > 0:  # never more than the transcript they replace
+            retrieved = await memory.retrieve(len(full_text(messages)))
         if step > 0 and reselect is not None:
             current = await reselect(messages)
             _set_system(messages, _system(current, box, pool_skills, ask))
         request = messages
         if memory is not None and memory.settings.context and step > 0:
-            request = _memory_request(messages, task, memory.render(retrieved), refine)
+            request, reads = step_request(messages, task.prompt, memory.render(retrieved), refine)
+            memory.use_context(reads)  # the memory, or (a short run) the transcript
         try:
             completion = await _complete(lm, request, sample, box)
         except LMFatalError:
@@ -296,19 +304,24 @@ async def run_agent(
             observation, failed = await asyncio.to_thread(box.run, invocation)
         halt = None
         if memory is not None:
-            from moscopt.benchmarks.extract import extract_answer
-
+            # the answer this step proposes, tool call or not; had the run stopped here with a
+            # tool call pending, the graded response is the reply with that answer stated
+            answer = benchmark.proposed_answer(response)
+            candidate = response
+            if invocation is not None and answer is not None:
+                candidate = f"{text}\n\nFINAL ANSWER: {answer}"
             halt = await memory.observe(
                 step=step,
                 skills=[s.name for s in current],
                 reply=text,
-                candidate=response,
-                answer=extract_answer(response) if invocation is None else None,
+                candidate=candidate,
+                answer=answer,
                 calls=usage.calls,
                 tool=invocation.tool if invocation is not None else None,
                 tool_input=invocation.input if invocation is not None else "",
                 observation=observation,
                 tool_error=failed,
+                pending=not verified and (refine or invocation is not None),
             )
         if verified or step == max_steps - 1 or (halt is not None and halt.halt):
             break
@@ -338,18 +351,6 @@ def _shown(text: str, invocation: Invocation | None, box: ToolBox) -> str:
     if invocation is None or not box.native or invocation.call_id is None:
         return text
     return f"{text}\n[tool call {invocation.tool}]\n{invocation.input}".strip()
-
-
-def _memory_request(
-    messages: list[Message], task: Task, memory_text: str, refine: bool
-) -> list[Message]:
-    """The next step's context with memory: the system prompt, the task, the retrieved
-    records and what to do next (never the transcript)."""
-    out: list[Message] = [m for m in messages[:1] if m["role"] == "system"]
-    instruction = MEMORY_REFINE_INSTRUCTIONS if refine else MEMORY_TOOL_INSTRUCTIONS
-    parts = [task.prompt, memory_text, instruction]
-    out.append({"role": "user", "content": "\n\n".join(p for p in parts if p)})
-    return out
 
 
 async def _aggregate(

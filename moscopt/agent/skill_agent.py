@@ -141,7 +141,11 @@ class SkillAgent:
         memory = None
         if self.memory.tracking and self.max_steps > 1:
             memory = StepMemory(
-                self.memory, self.embedder(), task=task.prompt, max_steps=self.max_steps
+                self.memory,
+                self.embedder(),
+                task=task.prompt,
+                max_steps=self.max_steps,
+                same=self.benchmark.same_answer,
             )
         reselect: Reselect | None = None
         if self.granularity == "step" and self.max_steps > 1:

@@ -11,7 +11,7 @@ from moscopt.benchmarks.spec import BenchmarkSpec
 from moscopt.benchmarks.tasks import Grade, Splits, Task
 
 if TYPE_CHECKING:
-    from moscopt.benchmarks.graders import GradeFn
+    from moscopt.benchmarks.graders import AgreeFn, GradeFn
     from moscopt.config import DataConfig
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ class Benchmark:
         self.answer_instructions = spec.answer_instructions
         self.tools: list[str] = list(spec.tools)
         self._grader: GradeFn | None = None
+        self._agree: AgreeFn | None = None
         # may model-written code run where nothing isolates reads (`agent.allow_unsandboxed`)
         self.allow_unsandboxed = False
 
@@ -140,6 +141,36 @@ class Benchmark:
         except Exception as e:  # a grader bug must cost one task, not the run
             message = str(e).splitlines()[0] if str(e) else ""
             return Grade.failed(f"{type(e).__name__}: {message}"[:300])
+
+    def proposed_answer(self, reply: str) -> str | None:
+        """The answer a reply (any step's, with or without a tool call) states, as this
+        benchmark's extractor reads it: `moscopt.benchmarks.extract.stated_answer`, narrowed to
+        a letter (choice) or a number (numeric). None when it states none, or where the grader
+        compares no answer (code, IFEval)."""
+        from moscopt.benchmarks.extract import extract_choice, extract_number, stated_answer
+
+        if self.spec.grader in ("code", "ifeval"):
+            return None
+        stated = stated_answer(reply)
+        if stated is None:
+            return None
+        if self.spec.grader == "choice":
+            return extract_choice(f"FINAL ANSWER: {stated}", self.spec.choice_letters)
+        if self.spec.grader == "numeric":
+            return extract_number(f"FINAL ANSWER: {stated}")
+        return stated
+
+    def same_answer(self, a: str, b: str) -> bool:
+        """Whether the grader counts two proposed answers as the same answer (never raises: a
+        comparison that fails is a disagreement)."""
+        if self._agree is None:
+            from moscopt.benchmarks.graders import make_agreement
+
+            self._agree = make_agreement(self.spec) or (lambda x, y: x == y)
+        try:
+            return bool(self._agree(a, b))
+        except Exception:  # math-verify's timeout, a parser bug: not the same
+            return False
 
     # --- description -----------------------------------------------------------------------
 

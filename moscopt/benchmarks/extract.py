@@ -152,3 +152,101 @@ def extract_code(text: str) -> str:
     if blocks:
         return blocks[-1][1]
     return text
+
+
+# -- the answer a reply states (a step's proposal, not its grade) ---------------------------------
+
+_CODE_BLOCK_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+# "The answer is 42", "So the final answer is: 42", "**Answer:** 42", "Answer = 42"
+_ANSWER_IS_RE = re.compile(
+    r"(?i)(?<![\w-])(?:the\s+)?(?:final\s+|correct\s+)?answer\s*\**\s*(?:is\b\s*:?|[:=])\s*\**"
+    r"[ \t]*(?P<rest>[^\n]*)"
+)
+# a JSON field: {"answer": 42} or {"final_answer": "x"}
+_JSON_FIELD_RE = re.compile(
+    r"""(?i)["'](?:final_)?answer["']\s*:\s*(?:"(?P<s>(?:[^"\\\n]|\\.)*)"|(?P<v>[^,}\s\n]+))"""
+)
+_HEDGE_RE = re.compile(r"(?i)^(?:probably|likely|approximately|about|around|roughly)\s+")
+_SENTENCE_END_RE = re.compile(
+    r"(?<!\d)\.(?:\s|$)|[.;!?](?=\s+[A-Z])|\s+\((?!\d)|\s[-\u2014]\s"
+    r"|,?\s+(?=(?:since|because|as|which|but|though|although|given|so|and\s+(?:I|we))\b)"
+)
+_BARE_LINE_RE = re.compile(r"^[-\u2212+$]?\s?[\d.,/%]+$")
+# what follows "the answer is" when no answer is stated: "not 42", "still unclear", "what we..."
+_NO_ANSWER_RE = re.compile(
+    r"(?i)^(?:not|no\s+longer|unclear|unknown|uncertain|undetermined|still|yet|we|i|it|that|"
+    r"what|which|whether|to|being|going|in\s+the|somewhere|between|either|one\s+of)\b"
+)
+_ASKING_RE = re.compile(r"(?i)\b(?:what|whether|if|how)\s+(?:\w+\s+){0,3}$")
+MAX_PHRASE_WORDS = 12  # "the answer is" followed by more words is a sentence, not an answer
+MAX_STATED_CHARS = 200  # a longer "answer" is a sentence, not an answer
+
+
+def stated_answer(text: str) -> str | None:
+    """The answer a reply states, in the forms models write, whether or not it also asks for a
+    tool: what `extract_answer` reads (`\\boxed{}`, a `FINAL ANSWER:` line), else the last
+    "the answer is X" / "Answer: X", else a JSON `"answer"` field, else a final line that is
+    only a number or an emphasised value (`**42**`). Code blocks are never read (a reply that
+    calls a tool shows its code); a hedge ("probably") is dropped. None when it states none.
+    """
+    prose = _CODE_BLOCK_RE.sub("\n", text)
+    found = extract_answer(prose)
+    if found is None:
+        found = _last_phrase(prose)
+    if found is None:
+        found = _json_field(prose)
+    if found is None:
+        found = _bare_final_line(prose)
+    if found is None:
+        return None
+    previous = None
+    while found != previous:  # "**1,234**." -> "1,234"
+        previous = found
+        found = _strip_decoration(found.strip().rstrip(".,;:"))
+    return found if found and len(found) <= MAX_STATED_CHARS else None
+
+
+def _last_phrase(prose: str) -> str | None:
+    """The value of the last "the answer is X" that states one (not a question, a negation or
+    a wondering "what the answer is")."""
+    for m in reversed(list(_ANSWER_IS_RE.finditer(prose))):
+        line_start = prose.rfind("\n", 0, m.start()) + 1
+        if _ASKING_RE.search(prose[line_start : m.start()]):
+            continue  # "let me check what the answer is"
+        rest = _HEDGE_RE.sub("", m.group("rest").strip().lstrip("*").strip())
+        end = _SENTENCE_END_RE.search(rest)
+        value = (rest[: end.start()] if end else rest).strip()
+        if value.endswith("?") or (end is None and rest.rstrip().endswith("?")):
+            continue  # a question
+        value = value.rstrip(".,;:").strip()
+        if value.startswith("\\boxed") and (inner := last_boxed(value)) is not None:
+            value = inner
+        if value and not _NO_ANSWER_RE.match(value) and len(value.split()) <= MAX_PHRASE_WORDS:
+            return value
+    return None
+
+
+def _json_field(prose: str) -> str | None:
+    import json
+
+    matches = list(_JSON_FIELD_RE.finditer(prose))
+    if not matches:
+        return None
+    m = matches[-1]
+    if m.group("s") is None:
+        return m.group("v").strip().strip("\"'") or None
+    try:
+        return str(json.loads(f'"{m.group("s")}"'))
+    except ValueError:
+        return m.group("s")
+
+
+def _bare_final_line(prose: str) -> str | None:
+    lines = [ln.strip() for ln in prose.strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    last = lines[-1]
+    emphasised = len(last) > 4 and last.startswith("**") and last.endswith("**")
+    if emphasised or _BARE_LINE_RE.match(last):
+        return last.strip("*").strip() or None
+    return None

@@ -139,6 +139,14 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
         console.print("execution memory:")
         for line in d["memory"]:
             console.print(f"  {line}", soft_wrap=True)
+    halting = d.get("halting")
+    if halting and halting["rollouts"]:
+        console.print(
+            f"halting: {halting['halted_early']} of {halting['rollouts']} rollouts halted early "
+            f"({halting['share']:.0%}); agent calls saved: {halting['calls_saved_min']} to "
+            f"{halting['calls_saved_max']} (the pending step of each, up to the budget left)",
+            soft_wrap=True,
+        )
     rate = d.get("gate_fallback_recent")
     if rate is not None:
         from moscopt.routing.gate import HIGH_FALLBACK, fallback_hint

@@ -121,11 +121,21 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "niches": niche_summary(state, pool.names),
         "specialization": _specialization(run) if state.router is not None else None,
         "memory": describe(state.memory) if state.memory is not None else None,
+        "halting": _halting(run, state) if config.memory.halting.enabled else None,
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),
         "totals": state.totals.model_dump(),
         "checkpoints": len(run.checkpoints()),
     }
+
+
+def _halting(run: RunDir, state: Any) -> dict[str, Any]:
+    """How often halting stopped a rollout early and the calls it saved (the rollout records)."""
+    from moscopt.extensions.memory.training import halting_counts
+    from moscopt.run.ledger import RolloutEvent
+
+    events = run.read_events(state, ["rollout"])
+    return halting_counts(e for e in events if isinstance(e, RolloutEvent))
 
 
 def _specialization(run: RunDir) -> dict[str, Any]:

@@ -94,6 +94,10 @@ class RolloutEvent(_Where):
     sources: list[str] = Field(default_factory=list)  # how each selection was made
     # the skills the gate chose from, when not the whole pool (the hybrid router's shortlist)
     offered: list[str] = Field(default_factory=list)
+    # halting (`memory.halting`): the step (from 0) where it stopped a run that would have gone
+    # on, and the steps the budget still allowed then (the agent calls saved, at most)
+    halted_at: int | None = None
+    steps_left: int = 0
 
 
 class LLMCall(BaseEvent):

@@ -12,6 +12,7 @@ from moscopt.benchmarks.extract import (
     extract_number,
     final_answer_line,
     last_boxed,
+    stated_answer,
 )
 
 # Text that contains none of the markers the extractors look for.
@@ -115,3 +116,56 @@ def test_code_block_choice() -> None:
     assert extract_code("```\nx = 1\n```") == "x = 1\n"
     assert extract_code("def g(): pass") == "def g(): pass"
     assert extract_code("```python\ndef h():\n    return 2") == "def h():\n    return 2"
+
+
+numbers = st.builds(
+    lambda n, frac, comma: f"{n:,}" if comma else (f"{n}.{frac}" if frac else str(n)),
+    st.integers(-(10**7), 10**7),
+    st.sampled_from(["", "5", "25"]),
+    st.booleans(),
+)
+STATED_FORMS = [
+    "The answer is {}.",
+    "So the final answer is: **{}**.",
+    "**Answer:** {}",
+    "answer = {}",
+    "I think the answer is probably {} (checking below).",
+    '{{"answer": "{}"}}',
+    '{{"final_answer": "{}", "checked": true}}',
+    "Everything checks out.\n\n**{}**",
+    "Everything checks out.\n\n{}",
+    "FINAL ANSWER: {}",
+    "\\boxed{{{}}}",
+]
+
+
+@given(number=numbers, form=st.sampled_from(STATED_FORMS), reasoning=plain_text)
+def test_stated_answer_reads_the_forms_models_write(number: str, form: str, reasoning: str) -> None:
+    reasoning = reasoning.replace("answer", "")
+    code = "```python\nanswer = 12345\nprint(answer)\n```"
+    text = f"{reasoning}\n\nLet me verify:\n\n{code}\n\n{form.format(number)}"
+    assert stated_answer(text) == number
+
+
+@given(reasoning=plain_text, code=st.text(alphabet=string.printable.replace("`", ""), max_size=80))
+def test_stated_answer_never_reads_code_or_plain_prose(reasoning: str, code: str) -> None:
+    prose = " ".join(w for w in reasoning.split(" ") if "answer" not in w) + " words"
+    assert stated_answer(prose) is None  # a line ending in a word states no answer
+    assert stated_answer(f"{prose}\n```python\n{code}\nThe answer is 3\n```") is None
+
+
+def test_stated_answer_variants() -> None:
+    assert stated_answer("The answer is B, since the others fail.") == "B"
+    assert stated_answer("The answer is $18.00. Next I check.") == "$18.00"
+    assert stated_answer("the answer is \\boxed{\\frac{1}{2}}") == "\\frac{1}{2}"
+    assert stated_answer("My first estimate is that the answer is 392. Let me compute.") == "392"
+    assert stated_answer('{"final_answer": -1234.5, "steps": 3}') == "-1234.5"
+    assert stated_answer("answer-key: none") is None
+    # no answer stated: a question, a negation, a wondering, an undecided sentence
+    assert stated_answer("Is the answer 42? Let me check.") is None
+    assert stated_answer("So the answer is 12?") is None
+    assert stated_answer("The answer is not 42, so I recompute.") is None
+    assert stated_answer("Let me check what the answer is: run the code.") is None
+    assert stated_answer("The answer is still unclear.") is None
+    assert stated_answer("I wonder whether the answer is 7.") is None
+    assert stated_answer("The answer is " + "very long " * 40) is None  # a sentence, not an answer

@@ -7,10 +7,12 @@ on a grader.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from moscopt.benchmarks.spec import BenchmarkSpec
 from moscopt.benchmarks.tasks import GradeFn
 
-__all__ = ["INLINE_GRADERS", "GradeFn", "make_grader"]
+__all__ = ["INLINE_GRADERS", "AgreeFn", "GradeFn", "make_agreement", "make_grader"]
 
 # Graders that take microseconds (string and number matching): the agent calls them on the
 # event loop, where a hop to a worker thread would cost more than the grading. The others
@@ -53,3 +55,24 @@ def make_grader(spec: BenchmarkSpec, *, allow_unsandboxed: bool = False) -> Grad
 
     assert spec.grader_entry is not None
     return load_custom_grader(spec.grader_entry)
+
+
+AgreeFn = Callable[[str, str], bool]  # (an answer, another) -> the grader counts them the same
+
+
+def make_agreement(spec: BenchmarkSpec) -> AgreeFn | None:
+    """Whether two proposed answers are the same answer as the grader compares them (numbers by
+    value, math by equivalence, letters, normalized text); None where the grader compares no
+    answer text (code tests, IFEval instructions)."""
+    kind = spec.grader
+    if kind in ("code", "ifeval"):
+        return None
+    if kind == "math":
+        from moscopt.benchmarks.graders.math import math_equal
+
+        return math_equal
+    if kind == "choice":
+        return lambda a, b: a.strip().upper() == b.strip().upper()
+    from moscopt.benchmarks.graders.exact import answers_match
+
+    return answers_match  # numeric, exact, custom: numbers by value, else normalized text

@@ -10,8 +10,9 @@ ablation), every record is committed.
 Retrieval gate. Scores every committed record for the current step: without a learned model,
 cosine relevance to the query (the task plus the latest record), recency breaking near-ties;
 with one, the `Logistic` over `RETRIEVAL_FEATURES`. The top `k` that fit in `max_chars` come
-back in step order. Disabled (the ablation), every committed record comes back (still within
-`max_chars`, newest kept).
+back in step order; the budget is also bounded by what the records replace (the transcript so
+far), so a short run never reads more than its transcript. Disabled (the ablation), every
+committed record comes back (still within the budget, newest kept).
 """
 
 from __future__ import annotations
@@ -139,8 +140,12 @@ class RetrievalGate:
             return self.model.prob(features)
         return features[0] + RECENCY_WEIGHT * features[1]  # relevance, recency breaks ties
 
-    def select(self, memory: ExecutionMemory, query: Sequence[float]) -> list[MemoryRecord]:
-        """The records the next step sees, in step order."""
+    def select(
+        self, memory: ExecutionMemory, query: Sequence[float], budget: int | None = None
+    ) -> list[MemoryRecord]:
+        """The records the next step sees, in step order, within `max_chars` and `budget` (the
+        size of what they replace: the transcript after the task)."""
+        limit = self.max_chars if budget is None else min(self.max_chars, budget)
         n = len(memory)
         if n == 0:
             return []
@@ -153,7 +158,7 @@ class RetrievalGate:
         used = 0
         for i in ranked:
             size = len(memory.records[i].text()) + 1
-            if chosen and used + size > self.max_chars:
+            if chosen and used + size > limit:
                 continue
             chosen.append(i)
             used += size

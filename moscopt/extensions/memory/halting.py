@@ -3,10 +3,16 @@
 Features (`HALTING_FEATURES`): the share of the answers proposed so far that agree with the
 latest one, the streak of consecutive steps proposing it (over T), whether this step proposes
 an answer, its stated confidence (0.5 when it states none), the share of the step budget left,
-and the novelty of this step's record. Untrained, the controller halts when the last `agree`
-answered steps propose the same answer; fitted (`moscopt.extensions.memory.training`: a cost-aware
-objective, reward minus a price per call), it halts when p(stopping now is no worse than any
-continuation) reaches `threshold`. It never halts on a step that proposes no answer.
+the novelty of this step's record, and whether the latest tool result the step read shows its
+answer (`moscopt.extensions.memory.answers.tool_support`). Answers are compared as the
+benchmark's grader compares them (`moscopt.extensions.memory.answers`), and a step proposes an
+answer whether or not it also asks for a tool: an agent that states its answer and keeps
+verifying is halted too.
+
+Untrained, the controller halts when the last `agree` answered steps propose the same answer;
+fitted (`moscopt.extensions.memory.training`: a cost-aware objective, reward minus a price per
+call), it halts when p(stopping now is no worse than any continuation) reaches `threshold`. It
+never halts on a step that proposes no answer.
 
 When it halts, the aggregator picks the final response among the steps' candidates: `last`
 (the latest), `vote` (the latest candidate of the most proposed answer) or `llm` (one extra
@@ -28,6 +34,7 @@ HALTING_FEATURES = (
     "confidence",
     "budget_left",
     "novelty",
+    "tool_support",
 )
 
 
@@ -45,6 +52,7 @@ def halting_features(
     confidence: float | None,
     max_steps: int,
     novelty: float,
+    support: float = 0.5,
 ) -> tuple[float, ...]:
     """Features after the last of `answers` (one per step so far, None where none)."""
     latest = answers[-1] if answers else None
@@ -63,6 +71,7 @@ def halting_features(
         round(0.5 if confidence is None else confidence, 4),
         round((t - len(answers)) / t, 4),
         round(novelty, 4),
+        round(support, 4),
     )
 
 
@@ -91,9 +100,10 @@ class HaltingController:
         confidence: float | None,
         max_steps: int,
         novelty: float,
+        support: float = 0.5,
     ) -> HaltDecision:
         features = halting_features(
-            answers, confidence=confidence, max_steps=max_steps, novelty=novelty
+            answers, confidence=confidence, max_steps=max_steps, novelty=novelty, support=support
         )
         if not answers or answers[-1] is None:
             return HaltDecision(False, None, features, "no-answer")

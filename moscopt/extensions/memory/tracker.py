@@ -1,11 +1,14 @@
 """`StepMemory`: the execution memory of one rollout, as the agent loop uses it.
 
-After every step the loop calls `observe` (the step becomes a record; the write gate decides
-whether it is committed; the halting controller, when on, decides whether to stop). Before the
-next step, `retrieve` gives the retrieval gate's records, which the router reads (with
+After every step the loop calls `observe` (the step becomes a record with the answer it
+proposes, kept as the grader compares answers, `moscopt.extensions.memory.answers`; the write
+gate decides whether it is committed; the halting controller, when on, decides whether to stop,
+also on a step that asks for another tool call). Before the next step, `retrieve` gives the retrieval
+gate's records, within the size of the transcript they replace, which the router reads (with
 `memory.route_on: memory`) and which replace the transcript in the agent's context (with
-`memory.enabled`). `trace` is what `moscopt.extensions.memory.training` learns from: kept on the
-rollout in `Rollout.extra["memory"]` (in memory only; the ledger does not carry it).
+`memory.enabled`) unless they would be longer. `trace` is what `moscopt.extensions.memory.training`
+learns from: kept on the rollout in `Rollout.extra["memory"]` (in memory only; of it the ledger's
+rollout record carries where halting stopped a run early, `halted_at` and `steps_left`).
 
 `MemorySettings.from_config` reads the `memory:` section and the learned parameters of the
 run state; a switch off is the ablation (every record committed, every record retrieved,
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from moscopt.extensions.memory.answers import AnswerKeeper, SameFn, tool_support
 from moscopt.extensions.memory.gates import (
     RETRIEVAL_FEATURES,
     WRITE_FEATURES,
@@ -38,7 +42,6 @@ from moscopt.extensions.memory.records import (
     MemoryRecord,
     conclusion_of,
     confidence_of,
-    normalize_answer,
     words,
 )
 
@@ -113,8 +116,16 @@ class StepMemory:
     """The memory of one rollout (see the module docstring)."""
 
     def __init__(
-        self, settings: MemorySettings, embedder: Embedder, *, task: str, max_steps: int
+        self,
+        settings: MemorySettings,
+        embedder: Embedder,
+        *,
+        task: str,
+        max_steps: int,
+        same: SameFn | None = None,
     ) -> None:
+        """`same`: whether the benchmark's grader counts two answers the same
+        (`Benchmark.same_answer`; None: normalized text)."""
         self.settings = settings
         self.embedder = embedder
         self.task = task
@@ -136,10 +147,14 @@ class StepMemory:
         self.halter = HaltingController(
             agree=settings.agree, threshold=settings.halt_threshold, model=settings.halting_model
         )
+        self.keeper = AnswerKeeper(same)
         self.answers: list[str | None] = []
+        self.observations: list[str] = []  # each step's tool result ("" without a tool)
         self.candidates: list[str] = []
         self.steps: list[dict[str, Any]] = []
         self.halted_at: int | None = None
+        self.halted_early = False  # halted where the loop would have gone on (a tool call...)
+        self._reading = "transcript"  # what the step about to run reads (`use_context`)
         self.retrieved: list[MemoryRecord] = []  # what the current step sees
         self._last: MemoryRecord | None = None
 
@@ -159,17 +174,27 @@ class StepMemory:
         tool_input: str = "",
         observation: str = "",
         tool_error: bool = False,
+        pending: bool = False,
     ) -> HaltDecision | None:
         """Record one step; the halting decision when halting is on (else None).
 
-        `candidate` is the response that would be graded if the run stopped now, `answer` its
-        extracted final answer, `calls` the LM calls made so far.
+        `candidate` is the response that would be graded if the run stopped now, `answer` the
+        answer the step proposes (with or without a tool call), `calls` the LM calls made so
+        far, `pending` whether the loop would go on without halting (a tool call to answer, a
+        solution to verify).
         """
+        keeper = self.keeper
+        canonical, support = await asyncio.to_thread(
+            lambda: (
+                keeper.canonical(answer),
+                tool_support(keeper, self.observations, answer),
+            )
+        )
         record = MemoryRecord(
             step=step,
             skills=tuple(skills),
             conclusion=conclusion_of(reply, self.settings.conclusion_chars),
-            answer=normalize_answer(answer),
+            answer=canonical,
             tool=tool,
             tool_input=tool_input,
             observation=observation,
@@ -182,6 +207,7 @@ class StepMemory:
             self.memory.add(record, vector, 1.0 if decision.score is None else decision.score)
         self._last = record
         self.answers.append(record.answer)
+        self.observations.append(observation if tool is not None else "")
         self.candidates.append(candidate)
         # the features are kept even with halting off: such runs are the uncensored examples
         halt = self.halter.decide(
@@ -189,9 +215,11 @@ class StepMemory:
             confidence=record.confidence,
             max_steps=self.max_steps,
             novelty=decision.novelty,
+            support=support,
         )
         if self.settings.halting and halt.halt:
             self.halted_at = step
+            self.halted_early = pending and step < self.max_steps - 1
         self.steps.append(
             {
                 "step": step,
@@ -204,18 +232,22 @@ class StepMemory:
                 "halt": halt.halt if self.settings.halting else None,
                 "candidate": candidate,
                 "calls": calls,
+                "pending": pending,
+                "context": self._reading,  # what this step read: memory or transcript
                 "retrieval": [],
             }
         )
         return halt if self.settings.halting else None
 
-    async def retrieve(self) -> list[MemoryRecord]:
-        """The records the next step (and its router) see, chosen by the retrieval gate."""
+    async def retrieve(self, budget: int | None = None) -> list[MemoryRecord]:
+        """The records the next step (and its router) see, chosen by the retrieval gate within
+        `budget` characters (the size of the transcript they replace) if given."""
         if not len(self.memory):
+            self.retrieved = []
             return []
         query = self.task if self._last is None else f"{self.task}\n{self._last.embed_text()}"
         [vector] = await self._embed([query])
-        chosen = self.read.select(self.memory, vector)
+        chosen = self.read.select(self.memory, vector, budget)
         self.retrieved = chosen
         if self.steps:
             from moscopt.extensions.memory.gates import retrieval_features
@@ -225,6 +257,10 @@ class StepMemory:
                 for i in range(len(self.memory))
             ]
         return chosen
+
+    def use_context(self, memory: bool) -> None:
+        """Note what the step about to run reads: the memory, or the (shorter) transcript."""
+        self._reading = "memory" if memory else "transcript"
 
     def render(self, records: Sequence[MemoryRecord]) -> str:
         if not records:
@@ -241,10 +277,20 @@ class StepMemory:
                 return found
         return len(self.candidates) - 1
 
+    def steps_left(self) -> int:
+        """The steps the budget still allowed when the run halted early (0 otherwise)."""
+        if not self.halted_early or self.halted_at is None:
+            return 0
+        return self.max_steps - 1 - self.halted_at
+
     def trace(self) -> dict[str, Any]:
         return {
             "steps": self.steps,
             "halted_at": self.halted_at,
+            "halted_early": self.halted_early,
+            # the steps the budget still allowed when the run halted early (each one LM call at
+            # least): the calls halting saved, at most
+            "steps_left": self.steps_left(),
             "max_steps": self.max_steps,
             "committed": len(self.memory),
         }

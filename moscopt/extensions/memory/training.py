@@ -18,7 +18,7 @@ parameters) and resumable (the buffers are in the run state).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from moscopt.extensions.memory.gates import RETRIEVAL_FEATURES, WRITE_FEATURES
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from moscopt.agent.harness import Rollout
     from moscopt.config import Config
     from moscopt.optimizer.engine.context import Context
+    from moscopt.run.ledger import RolloutEvent
 
 GradeFn = Callable[[str, str], float]  # (task id, response) -> reward
 
@@ -166,6 +167,25 @@ def describe(state: MemoryState | None) -> list[str]:
                 f"Brier {p.brier:.3f}, ECE {p.ece:.3f}, accuracy {p.accuracy:.2f}"
             )
     return lines
+
+
+def halting_counts(rollouts: Iterable[RolloutEvent]) -> dict[str, Any]:
+    """What `moscopt status` says of halting: how many rollouts it stopped early, and the agent
+    calls that saved (at least one per halted run, the step it had pending; at most the step
+    budget each had left)."""
+    total = halted = left = 0
+    for r in rollouts:
+        total += 1
+        if r.halted_at is not None:
+            halted += 1
+            left += r.steps_left
+    return {
+        "rollouts": total,
+        "halted_early": halted,
+        "share": halted / total if total else None,
+        "calls_saved_min": halted,
+        "calls_saved_max": left,
+    }
 
 
 def _steps(rollout: Rollout) -> list[dict[str, Any]]:

@@ -109,6 +109,7 @@ class SkillsPhase:
                 selections=selections if len(selections) > 1 else [],
                 sources=list(r.sources) if len(selections) > 1 else [],
                 offered=list(r.offered),
+                **r.early_halt(),
             )
             offsets.append(ctx.record(event))
         ctx.cursor.rollouts = [*ctx.cursor.rollouts, *offsets]

@@ -81,6 +81,18 @@ def test_retrieval_gate_returns_the_relevant_records_in_step_order_within_budget
     assert [r.step for r in everything] == [0, 1, 2, 3]
 
 
+def test_the_retrieval_budget_is_bounded_by_what_the_records_replace() -> None:
+    memory = ExecutionMemory()
+    texts = ["the train leaves at noon", "the train arrives at two", "the train is late"]
+    for i, t in enumerate(texts):
+        memory.add(record(i, t), vec(record(i, t)))
+    query = EMBED.embed(["when does the train arrive"])[0]
+    gate = RetrievalGate(k=3, max_chars=10_000)
+    assert len(gate.select(memory, query)) == 3
+    one = len(memory.records[1].text()) + 1
+    assert len(gate.select(memory, query, budget=one)) == 1  # a short transcript: one record
+
+
 def test_record_fields_from_a_reply() -> None:
     reply = "Long reasoning here.\n\nSo the total is 7.\nFINAL ANSWER: 7\nCONFIDENCE: 0.85"
     assert conclusion_of(reply) == "So the total is 7. FINAL ANSWER: 7 CONFIDENCE: 0.85"
