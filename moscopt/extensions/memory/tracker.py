@@ -1,10 +1,10 @@
 """`StepMemory`: the execution memory of one rollout, as the agent loop uses it.
 
-After every step the loop calls `observe` (the step becomes a record with the answer it
-proposes, kept as the grader compares answers, `moscopt.extensions.memory.answers`; the write
-gate decides whether it is committed; the halting controller, when on, decides whether to stop,
-also on a step that asks for another tool call). Before the next step, `retrieve` gives the retrieval
-gate's records, within the size of the transcript they replace, which the router reads (with
+After every step the loop calls `observe` (the step becomes a record with the answer it proposes,
+kept as the grader compares answers, `moscopt.extensions.memory.answers`; the write gate decides
+whether it is committed; the halting controller, when on, decides whether to stop, also on a step
+that asks for another tool call). Before the next step, `retrieve` gives the retrieval gate's
+records, within the size of the transcript they replace, which the router reads (with
 `memory.route_on: memory`) and which replace the transcript in the agent's context (with
 `memory.enabled`) unless they would be longer. `trace` is what `moscopt.extensions.memory.training`
 learns from: kept on the rollout in `Rollout.extra["memory"]` (in memory only; of it the ledger's
