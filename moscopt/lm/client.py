@@ -26,6 +26,7 @@ from moscopt.lm.budget import Budget, LMStats, Reservation
 from moscopt.lm.cache import ResponseCache
 from moscopt.lm.endpoint import make_transport
 from moscopt.lm.errors import LMError
+from moscopt.lm.inflight import current_lane
 from moscopt.lm.legacy import legacy_key
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.pricing import Pricing
@@ -84,6 +85,7 @@ class LiteLLMClient:
         self._slots_by_loop: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, asyncio.Semaphore
         ] = weakref.WeakKeyDictionary()
+        self._lane = current_lane()  # a study's shared cap on requests in flight, if any
 
     def __repr__(self) -> str:
         return f"LiteLLMClient({self._model!r}, api_base={self.api_base!r})"
@@ -232,7 +234,9 @@ class LiteLLMClient:
 
     # -- steps of a call -------------------------------------------------------------------------
 
-    def _slots(self) -> asyncio.Semaphore:
+    def _slots(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        if self._lane is not None:  # one cap for every LM of the study, on any thread
+            return self._lane.slot()
         loop = asyncio.get_running_loop()
         slots = self._slots_by_loop.get(loop)
         if slots is None:
