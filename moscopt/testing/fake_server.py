@@ -17,7 +17,8 @@ connection without answering); `garbage` (200 with a body that is not JSON); `em
 an empty `choices` list).
 
 Every request is logged as a `ServerRequest` (outcome, parsed body, whether an Authorization
-header was present — never its value). `max_in_flight` is the most requests seen at once.
+header was present — never its value). `max_in_flight` is the most requests seen at once
+(each from its arrival until its answer starts out).
 Use it as a context manager; `stop()` releases held requests and open connections at once.
 `batches` serves OpenAI's Batch and Files API (`moscopt.testing.fake_batch`), its lines answered
 by the same responder; a batch stays in progress for `batch_polls` retrievals.
@@ -265,14 +266,22 @@ class FakeServer:
         )
         with self._lock:
             self._log.append(record)
+        answered = False
         try:
             if self.latency > 0:
                 self._stopping.wait(self.latency)
+            if outcome != "timeout":  # no longer in flight once its answer starts out: a
+                answered = self._answering()  # client that has it may send the next at once
             self._respond(handler, outcome, body, index)
         finally:
             with self._lock:
-                self._in_flight -= 1
+                self._in_flight -= 0 if answered else 1
                 record.seconds = time.perf_counter() - started
+
+    def _answering(self) -> bool:
+        with self._lock:
+            self._in_flight -= 1
+        return True
 
     def _respond(self, handler: _Handler, outcome: str, body: Any, index: int) -> None:
         if outcome == "ok":

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 CAP = 3
 CONFIGS = "reflect-edit,static,no-skill"  # and full: 4 configurations x 2 seeds
 RUNS = [f"{c}-s{s}" for s in (42, 43) for c in ("full", "reflect-edit", "static", "no-skill")]
-DECISIONS = ("edit", "evolution", "validation", "train_start")
+DECISIONS = ("train_start", "edit", "evolution")
 
 
 def ablate(url: str, root: Path, study: str, *extra: str) -> list[str]:
@@ -65,14 +65,17 @@ def stable(table: dict[str, Any]) -> dict[str, Any]:
     return {**table, "rows": rows}
 
 
-def decisions(study: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each trained run's decisions, in its order (without their times)."""
+def decisions(study: Path) -> dict[str, Any]:
+    """Each trained run's decisions in its order, and its validations (without their times;
+    a run's concurrent validations are logged as they finish, even when it runs alone)."""
     out = {}
     for events in sorted((study / "runs").glob("*/events.jsonl")):
         lines = [json.loads(line) for line in events.read_text().splitlines()]
-        out[events.parent.name] = [
-            {k: v for k, v in e.items() if k != "t"} for e in lines if e["type"] in DECISIONS
-        ]
+        lines = [{k: v for k, v in e.items() if k != "t"} for e in lines]
+        validations = sorted(
+            json.dumps(e, sort_keys=True) for e in lines if e["type"] == "validation"
+        )
+        out[events.parent.name] = ([e for e in lines if e["type"] in DECISIONS], validations)
     return out
 
 
@@ -103,6 +106,7 @@ def test_runs_at_once_decide_and_tabulate_exactly_as_one_at_a_time(
     # the same decisions, run by run, and the same table
     got, want = decisions(at_once), decisions(sequential)
     assert sorted(got) == ["full-s42", "full-s43", "reflect-edit-s42", "reflect-edit-s43"]
+    assert any(e["type"] == "edit" and e["status"] == "accepted" for e in got["full-s42"][0])
     assert got == want
     table = json.loads((at_once / "table.json").read_text())
     assert stable(table) == stable(json.loads((sequential / "table.json").read_text()))
@@ -114,7 +118,9 @@ def test_runs_at_once_decide_and_tabulate_exactly_as_one_at_a_time(
     assert studies[-1]["runs"] == {"done": 8, "running": 0, "waiting": 0, "total": 8}
     assert studies[-1]["training_budget"] == 4 * 80  # full and reflect-edit, two seeds
     trained = [r for r in table["rows"] if r["configuration"] in ("full", "reflect-edit")]
-    assert studies[-1]["training_calls"] == sum(r["training"]["calls"] for r in trained)
+    assert studies[-1]["training_calls"] == sum(
+        sum(r["training"]["calls_per_seed"].values()) for r in trained
+    )
     assert studies[-1]["eta_seconds"] == 0.0
     # a deployment row starts only once its seed's full run is finished
     order = [(e["event"], e["run"]) for e in lines if e["event"] in ("start", "done")]
