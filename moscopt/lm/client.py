@@ -186,7 +186,7 @@ class LiteLLMClient:
             async with contextlib.nullcontext() if waits else self._slots():
                 while True:
                     try:
-                        raw = await self.transport.asend(request)
+                        raw = await self._send(request)
                         break
                     except Fault as fault:
                         if fault.kind != "transient" or retries >= self.retry.max_retries:
@@ -243,6 +243,19 @@ class LiteLLMClient:
             slots = asyncio.Semaphore(self.llm.concurrency)
             self._slots_by_loop[loop] = slots
         return slots
+
+    async def _send(self, request: LMRequest) -> RawAnswer:
+        if self._lane is None:
+            return await self.transport.asend(request)
+        # under a study's cap a request on the wire keeps its slot until its answer (or its
+        # timeout) even when its caller gives up: the provider still has it in flight
+        send = asyncio.ensure_future(self.transport.asend(request))
+        try:
+            return await asyncio.shield(send)
+        except asyncio.CancelledError:
+            with contextlib.suppress(BaseException):  # cancelled again: abandon it
+                await send
+            raise
 
     def _cached(self, request: LMRequest, purpose: str) -> Completion | None:
         if self.cache is None:

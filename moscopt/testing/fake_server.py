@@ -18,7 +18,7 @@ an empty `choices` list).
 
 Every request is logged as a `ServerRequest` (outcome, parsed body, whether an Authorization
 header was present — never its value). `max_in_flight` is the most requests seen at once
-(each from its arrival until its answer starts out).
+(each from its arrival until its answer starts out, or its client hangs up).
 Use it as a context manager; `stop()` releases held requests and open connections at once.
 `batches` serves OpenAI's Batch and Files API (`moscopt.testing.fake_batch`), its lines answered
 by the same responder; a batch stays in progress for `batch_polls` retrievals.
@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import select
 import socket
 import threading
 import time
@@ -212,6 +213,7 @@ class FakeServer:
             return {
                 "requests": len(self._log),
                 "outcomes": outcomes,
+                "in_flight": self._in_flight,
                 "max_in_flight": self.max_in_flight,
                 "median_seconds": seconds[len(seconds) // 2] if seconds else None,
                 # first arrival and last answer (time.time()): a client's busy span, as seen here
@@ -268,8 +270,9 @@ class FakeServer:
             self._log.append(record)
         answered = False
         try:
-            if self.latency > 0:
-                self._stopping.wait(self.latency)
+            if self.latency > 0 and not self._wait(handler, self.latency):
+                handler.close_connection = True  # the client hung up: nobody to answer
+                return
             if outcome != "timeout":  # no longer in flight once its answer starts out: a
                 answered = self._answering()  # client that has it may send the next at once
             self._respond(handler, outcome, body, index)
@@ -281,6 +284,26 @@ class FakeServer:
     def _answering(self) -> bool:
         with self._lock:
             self._in_flight -= 1
+        return True
+
+    def _wait(self, handler: _Handler, seconds: float) -> bool:
+        """Wait `seconds` (less if the server stops); False if the client hung up meanwhile (a
+        request its client gave up on is no longer in flight)."""
+        deadline = time.monotonic() + seconds
+        sock = handler.connection
+        while not self._stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            readable, _, _ = select.select([sock], [], [], min(left, 0.05))
+            if readable:
+                try:
+                    if sock.recv(1, socket.MSG_PEEK) == b"":
+                        return False
+                except OSError:
+                    return False
+                self._stopping.wait(max(0.0, deadline - time.monotonic()))  # more data: wait
+                return True
         return True
 
     def _respond(self, handler: _Handler, outcome: str, body: Any, index: int) -> None:

@@ -147,3 +147,30 @@ def test_a_client_made_outside_sharing_keeps_its_own_cap() -> None:
 
         asyncio.run(body())
         assert server.max_in_flight == 3
+
+
+def test_a_request_its_caller_gave_up_on_keeps_its_slot_until_answered() -> None:
+    """Under a study's cap, cancelling a call whose request is on the wire does not free its
+    slot for the next request until the server has answered it: the provider never sees more
+    than the cap."""
+    cap = InFlight(1)
+    llm = LLMConfig(concurrency=1, max_retries=0)
+    with FakeServer(latency=0.3) as server:
+
+        async def body() -> None:
+            with sharing(cap.lane()):
+                client = LiteLLMClient("openai/echo", llm=llm, api_base=server.url)
+            first = asyncio.ensure_future(client.acomplete([{"role": "user", "content": "a"}]))
+            while server.count() < 1:  # until the server has it (progress, not time)
+                await asyncio.sleep(0.001)
+            first.cancel()
+            second = await client.acomplete([{"role": "user", "content": "b"}])
+            assert second.text == "echo: b"
+            assert first.cancelled()
+            await client.aclose()
+
+        asyncio.run(body())
+        a, b = server.log
+        assert a.seconds >= server.latency  # answered, not abandoned
+        assert b.arrived >= a.arrived + a.seconds - 0.01  # sent once the first was answered
+        assert server.max_in_flight == 1
