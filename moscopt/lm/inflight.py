@@ -11,11 +11,13 @@ study stops: its runs save their state and end at their next call).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 from moscopt.lm.errors import LMFatalError
 
@@ -109,10 +111,44 @@ class Lane:
         self.sent = 0
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        async with self.shared.slot():
-            self.sent += 1
-            yield
+    async def slot(self) -> AsyncIterator[Hold]:
+        await self.shared._acquire()
+        self.sent += 1
+        hold = Hold(self.shared)
+        try:
+            yield hold
+        finally:
+            hold.leave()
+
+
+class Hold:
+    """A slot taken: freed when its holder leaves and every request it `keep`s has ended, so a
+    request whose caller gave up (or whose loop ended) still counts until its answer comes."""
+
+    def __init__(self, shared: InFlight) -> None:
+        self._shared = shared
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._left = False
+
+    def keep(self, request: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._pending += 1
+        request.add_done_callback(self._ended)
+
+    def leave(self) -> None:
+        with self._lock:
+            self._left = True
+            free = self._pending == 0
+        if free:
+            self._shared._release()
+
+    def _ended(self, _: object) -> None:
+        with self._lock:
+            self._pending -= 1
+            free = self._left and self._pending == 0
+        if free:
+            self._shared._release()
 
 
 def _wake(waiter: _Waiter) -> bool:
