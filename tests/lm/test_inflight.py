@@ -174,3 +174,29 @@ def test_a_request_its_caller_gave_up_on_keeps_its_slot_until_answered() -> None
         assert a.seconds >= server.latency  # answered, not abandoned
         assert b.arrived >= a.arrived + a.seconds - 0.01  # sent once the first was answered
         assert server.max_in_flight == 1
+
+
+def test_a_request_left_when_its_loop_ends_keeps_its_slot_until_answered() -> None:
+    """A run that stops (its `asyncio.run` ends, cancelling what is left) with a request on the
+    wire: the next run's request waits for that answer (what the provider still holds)."""
+    cap = InFlight(1)
+    llm = LLMConfig(concurrency=1, max_retries=0)
+    with FakeServer(latency=0.3) as server:
+        with sharing(cap.lane()):
+            first = LiteLLMClient("openai/echo", llm=llm, api_base=server.url)
+            second = LiteLLMClient("openai/echo", llm=llm, api_base=server.url)
+
+        async def stops_early() -> None:
+            left = asyncio.ensure_future(first.acomplete([{"role": "user", "content": "a"}]))
+            while server.count() < 1:  # until the server has it (progress, not time)
+                await asyncio.sleep(0.001)
+            assert not left.done()  # returning ends the loop: asyncio.run cancels the call
+
+        asyncio.run(stops_early())
+        assert second.complete([{"role": "user", "content": "b"}]).text == "echo: b"
+        first.close()
+        second.close()
+        a, b = server.log
+        assert a.seconds >= server.latency  # answered, not abandoned
+        assert b.arrived >= a.arrived + a.seconds - 0.01
+        assert server.max_in_flight == 1
