@@ -198,3 +198,49 @@ def test_a_study_killed_with_several_runs_live_continues_to_the_same_table(
 def _without_spending(row: dict[str, Any]) -> dict[str, Any]:
     training = {k: v for k, v in row["training"].items() if k in ("budget", "stopped_at_budget")}
     return {**row, "training": training}
+
+
+def test_ctrl_c_stops_every_live_run_and_the_rerun_continues_them(
+    world: World, sequential: Path
+) -> None:
+    """SIGINT (Ctrl-C) once two runs are live and logging: the study exits 130 saying how to
+    continue, every unfinished run it started is saved as stopped, and the same command
+    finishes the study with the one-at-a-time table (spending of a cut run aside)."""
+    study = world.root / "studies/interrupted"
+    args = ablate(world.server.url, world.root, str(study))
+    world.server.latency = 0.01
+    try:
+        proc = moscopt(world.root, *args)
+        while proc.poll() is None:
+            logged = [
+                p for p in study.glob("runs/*/events.jsonl") if p.read_bytes().count(b"\n") >= 10
+            ]
+            if len(logged) >= 2:
+                proc.send_signal(signal.SIGINT)
+                break
+            time.sleep(0.002)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        world.server.latency = 0.0
+    assert proc.returncode == 130, stderr.decode()[-3000:]
+    assert "interrupted; rerun the same command to continue" in stderr.decode()
+    unfinished = [
+        p.parent
+        for p in study.glob("runs/*/state.json")
+        if not (study / "records" / f"{p.parent.name}.json").exists()
+        and not (study / "records" / f"{p.parent.name}.train.json").exists()
+    ]
+    assert unfinished  # some run was cut in its training
+    for run in unfinished:
+        assert json.loads((run / "state.json").read_text())["status"] == "stopped", run.name
+    done = subprocess.run(
+        [sys.executable, "-m", "moscopt", *args], cwd=world.root, capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    table = stable(json.loads((study / "table.json").read_text()))
+    want = stable(json.loads((sequential / "table.json").read_text()))
+    for got_row, want_row in zip(table["rows"], want["rows"], strict=True):
+        calls, ref = got_row["training"]["calls_per_seed"], want_row["training"]["calls_per_seed"]
+        assert all(abs(calls[s] - ref[s]) <= 1 for s in ref), got_row["configuration"]
+        assert _without_spending(got_row) == _without_spending(want_row)
