@@ -82,3 +82,14 @@ def test_the_live_panel_shows_the_study_and_each_live_run() -> None:
     assert "2/6 done, 3 running, 1 waiting" in text and "ETA 0:45" in text
     assert "full-s43" in text and "train, 30 calls" in text and "no-skill-s43" in text
     display.close()
+
+
+def test_a_row_that_failed_says_so() -> None:
+    """A distillation that failed is a result of its row (no test score), not a crash."""
+    out = io.StringIO()
+    display = StudyDisplay(stream=out, live=False)
+    failed = {"training": {"calls": 40}, "failed": "the distilled skill did not validate"}
+    display(event("done", "distilled-s42", failed))
+    assert out.getvalue().startswith(
+        "distilled-s42: failed: the distilled skill did not validate | 2/6 done"
+    )
