@@ -65,6 +65,8 @@ class _Context:
             raise UserError("--budget-calls must be at least 1", field="budget_calls")
         if not spec.seeds:
             raise UserError("a study needs at least one seed", field="seeds")
+        if spec.runs_at_once is not None and spec.runs_at_once < 1:
+            raise UserError("--runs-at-once must be at least 1", field="runs_at_once")
         self.spec, self.study = spec, study
         self.board: Board | None = None  # set by run_study: where each run stands
         if any(get(n).kind == "gepa" for n in spec.configurations):

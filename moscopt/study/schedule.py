@@ -159,7 +159,9 @@ def run_jobs(
     pending = [j for j in order(jobs) if not board.is_done(j.name)]
     errors: list[BaseException] = []
     running: dict[Future[dict[str, Any]], Job] = {}
-    pool = ThreadPoolExecutor(max_workers=max(1, live), thread_name_prefix="moscopt-run")
+    if live < 1:
+        raise ValueError("live must be at least 1")
+    pool = ThreadPoolExecutor(max_workers=live, thread_name_prefix="moscopt-run")
     try:
         while running or (pending and not errors):
             while not errors and len(running) < live:
@@ -196,6 +198,8 @@ def run_jobs(
     real = [e for e in errors if not isinstance(e, Stopped)]
     if real or errors:
         raise (real or errors)[0]
+    if pending:  # a job whose needed run is not part of the study: a bug, never a silent gap
+        raise RuntimeError("runs that could not start: " + ", ".join(j.name for j in pending))
 
 
 def _in_lane(work: Work, job: Job, lane: Lane) -> dict[str, Any]:

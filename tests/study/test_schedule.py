@@ -190,3 +190,20 @@ def test_the_board_counts_training_calls_and_gives_an_eta() -> None:
     assert board.snapshot()["live"][0]["phase"] == "test"
     board.finish(all_jobs[0], record(6))
     assert board.snapshot()["training_calls"] == 11
+
+
+def test_a_run_whose_needed_run_is_missing_is_an_error_not_a_gap() -> None:
+    orphan = [Job("static-s0", "static", "export", 0, "full-s0", 0)]
+    with pytest.raises(RuntimeError, match="could not start: static-s0"):
+        run_jobs(orphan, lambda j: record(), live=2, cap=InFlight(2), board=Board(orphan),
+                 on_event=Events())  # fmt: skip
+
+
+def test_runs_at_once_below_one_is_refused(tmp_path: Any) -> None:
+    from moscopt.errors import UserError
+    from moscopt.study import StudySpec, run_study
+
+    spec = StudySpec("ablate", None, 5, [1], ["full"], runs_at_once=0)
+    with pytest.raises(UserError, match="--runs-at-once must be at least 1"):
+        run_study(spec, tmp_path / "study")
+    assert not (tmp_path / "study").exists()
