@@ -1,5 +1,5 @@
 """What `moscopt ablate` and `moscopt compare` share: their options, declared once, and running
-a study with its progress lines and table."""
+a study with its progress (`moscopt.cli.study_display`) and table."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ class StudyArgs:
     seeds: str
     study: Path | None
     repeats: str
+    runs_at_once: int | None
 
 
 OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -44,6 +45,16 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
         typer.Option(None, "--study", help="Study folder (default studies/<kind>-<benchmark>)."),
     ),
     "repeats": (str, typer.Option("auto", "--repeats", help="Test repeats: N or auto (3..50).")),
+    "runs_at_once": (
+        int | None,
+        typer.Option(
+            None,
+            "--runs-at-once",
+            min=1,
+            help="At most this many runs at once (default: --concurrency); all of them share "
+            "the --concurrency requests in flight.",
+        ),
+    ),
 }
 
 
@@ -61,6 +72,7 @@ def run_study_command(
     import json
 
     from moscopt.app.project import open_project
+    from moscopt.cli.study_display import StudyDisplay
     from moscopt.lm.errors import LMFatalError
     from moscopt.study import StudySpec, run_study
 
@@ -78,11 +90,13 @@ def run_study_command(
         repeats=args.repeats,
         config_path=project.config_path,
         overrides=flags,
+        runs_at_once=args.runs_at_once,
     )
-    progress = _Progress(quiet=opts.json_out)
+    display = StudyDisplay(json_lines=opts.json_out)  # live on a terminal, plain lines elsewhere
     try:
-        outcome = run_study(spec, path, notify=progress)
+        outcome = run_study(spec, path, notify=display)
     except LMFatalError as e:
+        display.close()
         print(
             f"moscopt: stopped: {e}\nthe finished runs are kept; rerun the same command to "
             f"continue the study in {path}",
@@ -90,8 +104,11 @@ def run_study_command(
         )
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
+        display.close()
         print(f"moscopt: interrupted; rerun the same command to continue {path}", file=sys.stderr)
         raise typer.Exit(130) from None
+    finally:
+        display.close()
     if opts.json_out:
         typer.echo(json.dumps({**outcome.table, "study": str(outcome.path)}, indent=2))
         return
@@ -120,28 +137,3 @@ def parse_seeds(text: str, base: int) -> list[int]:
     if not values or len(set(values)) != len(values):
         raise UserError(f"--seeds {text!r}: seeds must be distinct", field="seeds")
     return values
-
-
-class _Progress:
-    """One line on stderr per run started, finished or skipped."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-
-    def __call__(self, e: dict[str, Any]) -> None:
-        if self.quiet:
-            return
-        head = f"[{e['index']}/{e['total']}] {e['run']}:"
-        record = e.get("record")
-        if e["event"] == "start":
-            print(f"{head} running", file=sys.stderr)
-        elif record is not None:
-            test, training = record["test"], record["training"]
-            lo, hi = test["ci95"]
-            stop = ", stopped at budget" if training.get("stopped_at_budget") else ""
-            was = " (finished before)" if e["event"] == "skipped" else ""
-            print(
-                f"{head} test {test['score']:.3f} ({lo:.3f}-{hi:.3f}), "
-                f"{training['calls']} training calls{stop}{was}",
-                file=sys.stderr,
-            )

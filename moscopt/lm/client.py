@@ -10,6 +10,7 @@ cached) is on `moscopt.lm.base.LM`.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import random
@@ -26,6 +27,7 @@ from moscopt.lm.budget import Budget, LMStats, Reservation
 from moscopt.lm.cache import ResponseCache
 from moscopt.lm.endpoint import make_transport
 from moscopt.lm.errors import LMError
+from moscopt.lm.inflight import Hold, current_lane
 from moscopt.lm.legacy import legacy_key
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.pricing import Pricing
@@ -84,6 +86,8 @@ class LiteLLMClient:
         self._slots_by_loop: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, asyncio.Semaphore
         ] = weakref.WeakKeyDictionary()
+        self._lane = current_lane()  # a study's shared cap on requests in flight, if any
+        self._wire: set[concurrent.futures.Future[RawAnswer]] = set()  # its requests out
 
     def __repr__(self) -> str:
         return f"LiteLLMClient({self._model!r}, api_base={self.api_base!r})"
@@ -181,10 +185,10 @@ class LiteLLMClient:
         try:
             # a call waiting in a provider batch holds no connection: it takes no slot
             waits = waits_in_batch(self.transport)
-            async with contextlib.nullcontext() if waits else self._slots():
+            async with contextlib.nullcontext() if waits else self._slots() as hold:
                 while True:
                     try:
-                        raw = await self.transport.asend(request)
+                        raw = await self._send(request, hold)
                         break
                     except Fault as fault:
                         if fault.kind != "transient" or retries >= self.retry.max_retries:
@@ -224,7 +228,12 @@ class LiteLLMClient:
         await self.transport.aclose()
 
     def close(self) -> None:
-        """Release connections, the loop thread and the cache handle (all reopen on use)."""
+        """Release connections, the loop thread and the cache handle (all reopen on use);
+        first wait (at most their timeout) for requests still out under a study's cap."""
+        with self._lock:
+            wire = list(self._wire)
+        if wire:
+            concurrent.futures.wait(wire, timeout=self.llm.timeout)
         self._sync.close(self.transport.aclose)
         self.transport.close()
         if self.cache is not None:
@@ -232,13 +241,31 @@ class LiteLLMClient:
 
     # -- steps of a call -------------------------------------------------------------------------
 
-    def _slots(self) -> asyncio.Semaphore:
+    def _slots(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        if self._lane is not None:  # one cap for every LM of the study, on any thread
+            return self._lane.slot()
         loop = asyncio.get_running_loop()
         slots = self._slots_by_loop.get(loop)
         if slots is None:
             slots = asyncio.Semaphore(self.llm.concurrency)
             self._slots_by_loop[loop] = slots
         return slots
+
+    async def _send(self, request: LMRequest, hold: object) -> RawAnswer:
+        if not isinstance(hold, Hold):
+            return await self.transport.asend(request)
+        # under a study's cap the request goes out on this client's loop thread and keeps its
+        # slot until its answer (or its timeout), even when its caller gives up or its loop ends
+        wire = self._sync.submit(self.transport.asend(request))
+        hold.keep(wire)
+        with self._lock:
+            self._wire.add(wire)
+        wire.add_done_callback(self._off_wire)
+        return await asyncio.shield(asyncio.wrap_future(wire))
+
+    def _off_wire(self, wire: concurrent.futures.Future[RawAnswer]) -> None:
+        with self._lock:
+            self._wire.discard(wire)
 
     def _cached(self, request: LMRequest, purpose: str) -> Completion | None:
         if self.cache is None:

@@ -9,6 +9,7 @@ from any thread (even one whose own loop is running). The loop starts on first u
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
@@ -95,6 +96,10 @@ class LoopThread:
         except BaseException:
             future.cancel()  # e.g. KeyboardInterrupt in the caller: stop the call too
             raise
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start `coro` on the loop thread without waiting for it (from any thread)."""
+        return asyncio.run_coroutine_threadsafe(coro, self._start())
 
     def close(self, cleanup: Callable[[], Awaitable[None]] | None = None) -> None:
         """Run `cleanup()` on the loop (if it ever started), then stop the loop and its thread."""

@@ -1,8 +1,10 @@
 """Run a study: every configuration under every seed, at one call budget, then the table.
 
-Runs go one after another (each uses `llm.concurrency` inside), seed by seed, `full` first
-in each seed (the deployment rows and the budget of another optimizer derive from it). A run
-whose record exists is skipped; a run that was interrupted is resumed with the calls its
+The runs go at once (`moscopt.study.schedule`), up to `runs_at_once` of them, all sharing one
+cap of `llm.concurrency` requests in flight; a deployment row or another optimizer starts once
+its seed's `full` run is finished (they derive from it). Each run is what it would be alone, so
+the table is the one a study running them one after another gives. A run whose record exists
+is skipped; a run that was interrupted is resumed with the calls its
 resume rewinds taken off its budget (`moscopt.study.accounting`), so it ends where an
 uninterrupted run would. Every run has its own response cache: no run is cheaper because
 another went first.
@@ -24,6 +26,7 @@ from moscopt.run.fsio import atomic_write_json
 from moscopt.study.accounting import RewoundCalls, Spending, run_spending
 from moscopt.study.configurations import FULL, Configuration, get
 from moscopt.study.layout import Manifest, StudyDir, config_digest, run_name
+from moscopt.study.schedule import TRAINED, Board, Job
 
 Notify = Callable[[dict[str, Any]], None]
 
@@ -38,6 +41,7 @@ class StudySpec:
     repeats: str = "auto"
     config_path: Path | None = None
     overrides: dict[str, Any] = field(default_factory=dict)  # dotted keys, as `--set`
+    runs_at_once: int | None = None  # default: --concurrency (a waiting run holds nothing)
 
 
 @dataclass
@@ -61,7 +65,10 @@ class _Context:
             raise UserError("--budget-calls must be at least 1", field="budget_calls")
         if not spec.seeds:
             raise UserError("a study needs at least one seed", field="seeds")
+        if spec.runs_at_once is not None and spec.runs_at_once < 1:
+            raise UserError("--runs-at-once must be at least 1", field="runs_at_once")
         self.spec, self.study = spec, study
+        self.board: Board | None = None  # set by run_study: where each run stands
         if any(get(n).kind == "gepa" for n in spec.configurations):
             from moscopt.study.gepa_side import require_gepa
 
@@ -107,42 +114,81 @@ class _Context:
 
 def run_study(spec: StudySpec, path: Path, *, notify: Notify | None = None) -> StudyOutcome:
     """Run (or continue) the study in `path`; write and return its table."""
+    from moscopt.lm.inflight import InFlight
+    from moscopt.study.schedule import Board, run_jobs
     from moscopt.study.table import build_table, write_outputs
 
     study = StudyDir(path)
     ctx = _Context(spec, study)
-    names = [FULL, *(n for n in spec.configurations if n != FULL)]
     study.open_or_create(ctx.manifest(), ctx.base.to_yaml())
+    jobs = plan(spec)
+    board = ctx.board = Board(jobs)
     ran: list[str] = []
     skipped: list[str] = []
-    total = len(names) * len(spec.seeds)
-    done = 0
-    for seed in spec.seeds:
-        for conf_name in names:
-            conf = get(conf_name)
-            name = run_name(conf.name, seed)
-            done += 1
-            if study.record(name) is not None:
-                skipped.append(name)
-                _tell(notify, "skipped", name, done, total, study.record(name))
-                continue
-            _tell(notify, "start", name, done, total, None)
-            started = time.perf_counter()
-            record = _execute(ctx, conf, seed, name)
-            record["wall_seconds"] = round(time.perf_counter() - started, 3)
-            study.write_record(name, record)
-            ran.append(name)
-            _tell(notify, "done", name, done, total, record)
+    total = len(jobs)
+    for job in jobs:
+        record = study.record(job.name)
+        if record is not None:
+            skipped.append(job.name)
+            board.finished_before(job, record)
+            _tell(notify, "skipped", job.name, len(skipped), total, record, board)
+    cap = InFlight(ctx.base.llm.concurrency)  # the whole study's requests in flight
+    live = spec.runs_at_once or ctx.base.llm.concurrency
+
+    def work(job: Job) -> dict[str, Any]:
+        started = time.perf_counter()
+        record = _execute(ctx, get(job.configuration), job.seed, job.name)
+        record["wall_seconds"] = round(time.perf_counter() - started, 3)
+        study.write_record(job.name, record)
+        return record
+
+    def on_event(event: str, job: Job | None, record: dict[str, Any] | None) -> None:
+        if event == "done" and job is not None:
+            ran.append(job.name)
+        index = len(ran) + len(skipped) + (event == "start")
+        _tell(notify, event, job.name if job else None, index, total, record, board)
+
+    run_jobs(jobs, work, live=live, cap=cap, board=board, on_event=on_event)
     table = build_table(study, study.load_manifest())
     outputs = write_outputs(study, table)
     return StudyOutcome(path, table, ran, skipped, outputs)
 
 
+def plan(spec: StudySpec) -> list[Job]:
+    """Every run of the study, in the order a sequential study ran them (seed by seed, `full`
+    first); a deployment row or another optimizer needs its seed's `full` run."""
+    names = [FULL, *(n for n in spec.configurations if n != FULL)]
+    jobs = []
+    for seed in spec.seeds:
+        for conf_name in names:
+            conf = get(conf_name)
+            needs = run_name(FULL, seed) if conf.kind in ("export", "gepa") else None
+            budget = spec.budget_calls if conf.kind in TRAINED else 0
+            name = run_name(conf.name, seed)
+            jobs.append(Job(name, conf.name, conf.kind, seed, needs, budget))
+    return jobs
+
+
 def _tell(
-    notify: Notify | None, event: str, name: str, i: int, n: int, record: dict[str, Any] | None
+    notify: Notify | None,
+    event: str,
+    name: str | None,
+    i: int,
+    n: int,
+    record: dict[str, Any] | None,
+    board: Board,
 ) -> None:
     if notify is not None:
-        notify({"event": event, "run": name, "index": i, "total": n, "record": record})
+        notify(
+            {
+                "event": event,
+                "run": name,
+                "index": i,
+                "total": n,
+                "record": record,
+                "study": board.snapshot(),
+            }
+        )
 
 
 def _execute(ctx: _Context, conf: Configuration, seed: int, name: str) -> dict[str, Any]:
@@ -288,6 +334,8 @@ def _evaluate(
     (the budget is for training)."""
     from moscopt.app import runner
 
+    if ctx.board is not None:
+        ctx.board.testing(name)
     config = config.model_copy(update={"llm": config.llm.model_copy(update={"max_calls": None})})
     outcome = runner.evaluate(
         config=config,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -83,3 +84,26 @@ def send_raw(
     handler.end_headers()
     handler.wfile.write(data)
     handler.wfile.flush()
+
+
+@dataclass
+class ServerRequest:
+    """One request as the server saw it."""
+
+    index: int
+    path: str
+    body: Any
+    outcome: str
+    authorized: bool
+    seconds: float = 0.0  # time spent in the handler, latency included
+    arrived: float = 0.0  # wall-clock time (time.time()) the request arrived, for other processes
+
+
+def echo(body: dict[str, Any]) -> str:
+    """The default responder: echo the last user message."""
+    messages = body.get("messages") or []
+    users = [
+        m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "user"
+    ]
+    last = users[-1] if users else ""
+    return f"echo: {last if isinstance(last, str) else json.dumps(last)}"

@@ -7,9 +7,8 @@ thread (stdlib `http.server`, one thread per connection, HTTP/1.1 keep-alive). I
   (default: `"echo: <last user message>"`), with OpenAI-shaped `usage` (whitespace word counts);
 - inject faults at `fault_rate`, drawn with a seeded `random.Random` from `faults`;
 - play a script of outcomes for the next requests (`script("401")`), before any random draw;
-- play a prefix cache (`prompt_cache=True`): a request whose system message the server has seen
-  before reports that message's tokens as `usage.prompt_tokens_details.cached_tokens`, as
-  OpenAI's prompt caching and vLLM's prefix caching do.
+- play a prefix cache (`prompt_cache=True`): a system message seen before is reported as
+  `usage.prompt_tokens_details.cached_tokens` (as OpenAI's and vLLM's prefix caches do).
 
 Outcomes: `ok`; `429` (with `Retry-After`), `500`, `503`; `401`, `403`, `404` (model not found);
 `timeout` (hold the request `hang` seconds, then close without answering); `drop` (close the
@@ -17,10 +16,9 @@ connection without answering); `garbage` (200 with a body that is not JSON); `em
 an empty `choices` list).
 
 Every request is logged as a `ServerRequest` (outcome, parsed body, whether an Authorization
-header was present — never its value). `max_in_flight` is the most requests seen at once.
-Use it as a context manager; `stop()` releases held requests and open connections at once.
-`batches` serves OpenAI's Batch and Files API (`moscopt.testing.fake_batch`), its lines answered
-by the same responder; a batch stays in progress for `batch_polls` retrievals.
+header was present, never its value). `max_in_flight`: the most requests at once (each from its
+arrival until its answer starts out or its client hangs up). A context manager; `stop()` frees
+held requests and connections at once. `batches` serves the Batch and Files API (`fake_batch`).
 
 To keep the server's CPU out of a client's measurements, run it in its own process:
 `python -m moscopt.testing.fake_server --latency 0.1` prints its base URL on the first line of
@@ -32,12 +30,12 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import select
 import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
@@ -45,7 +43,9 @@ from typing import Any
 from moscopt.testing.fake_batch import FakeBatches
 from moscopt.testing.fake_http import (
     LoopbackHTTPServer,
+    ServerRequest,
     completion_body,
+    echo,
     error_body,
     send_json,
     send_raw,
@@ -59,29 +59,6 @@ STATS_PATH = "/_fake/stats"  # GET: counts as JSON (not logged)
 RESET_PATH = "/_fake/reset"  # POST: forget the log
 
 Responder = Callable[[dict[str, Any]], str]
-
-
-@dataclass
-class ServerRequest:
-    """One request as the server saw it."""
-
-    index: int
-    path: str
-    body: Any
-    outcome: str
-    authorized: bool
-    seconds: float = 0.0  # time spent in the handler, latency included
-    arrived: float = 0.0  # wall-clock time (time.time()) the request arrived, for other processes
-
-
-def echo(body: dict[str, Any]) -> str:
-    """The default responder: echo the last user message."""
-    messages = body.get("messages") or []
-    users = [
-        m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "user"
-    ]
-    last = users[-1] if users else ""
-    return f"echo: {last if isinstance(last, str) else json.dumps(last)}"
 
 
 class FakeServer:
@@ -211,6 +188,7 @@ class FakeServer:
             return {
                 "requests": len(self._log),
                 "outcomes": outcomes,
+                "in_flight": self._in_flight,
                 "max_in_flight": self.max_in_flight,
                 "median_seconds": seconds[len(seconds) // 2] if seconds else None,
                 # first arrival and last answer (time.time()): a client's busy span, as seen here
@@ -265,14 +243,43 @@ class FakeServer:
         )
         with self._lock:
             self._log.append(record)
+        answered = False
         try:
-            if self.latency > 0:
-                self._stopping.wait(self.latency)
+            if self.latency > 0 and not self._wait(handler, self.latency):
+                handler.close_connection = True  # the client hung up: nobody to answer
+                return
+            if outcome != "timeout":  # no longer in flight once its answer starts out: a
+                answered = self._answering()  # client that has it may send the next at once
             self._respond(handler, outcome, body, index)
         finally:
             with self._lock:
-                self._in_flight -= 1
+                self._in_flight -= 0 if answered else 1
                 record.seconds = time.perf_counter() - started
+
+    def _answering(self) -> bool:
+        with self._lock:
+            self._in_flight -= 1
+        return True
+
+    def _wait(self, handler: _Handler, seconds: float) -> bool:
+        """Wait `seconds` (less if the server stops); False if the client hung up meanwhile (a
+        request its client gave up on is no longer in flight)."""
+        deadline = time.monotonic() + seconds
+        sock = handler.connection
+        while not self._stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            readable, _, _ = select.select([sock], [], [], min(left, 0.05))
+            if readable:
+                try:
+                    if sock.recv(1, socket.MSG_PEEK) == b"":
+                        return False
+                except OSError:
+                    return False
+                self._stopping.wait(max(0.0, deadline - time.monotonic()))  # more data: wait
+                return True
+        return True
 
     def _respond(self, handler: _Handler, outcome: str, body: Any, index: int) -> None:
         if outcome == "ok":

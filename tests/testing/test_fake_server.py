@@ -106,3 +106,28 @@ def test_bad_settings_are_refused() -> None:
         FakeServer(fault_rate=2.0)
     with pytest.raises(ValueError):
         FakeServer().script("later")
+
+
+def test_a_request_whose_client_hung_up_is_no_longer_in_flight() -> None:
+    import socket as sockets
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with FakeServer(latency=30) as server:
+        client = sockets.create_connection(("127.0.0.1", server.port))
+        client.sendall(head + body)
+        for _ in range(10_000):  # until the server has it (progress, not time)
+            if server.stats()["in_flight"] == 1:
+                break
+            time.sleep(0.001)
+        assert server.stats()["in_flight"] == 1
+        client.close()
+        for _ in range(10_000):
+            if server.stats()["in_flight"] == 0:
+                break
+            time.sleep(0.001)
+        assert server.stats()["in_flight"] == 0  # long before its 30 s latency
+        assert server.count() == 1
