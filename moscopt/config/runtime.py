@@ -74,6 +74,11 @@ class RoutingConfig(Section):
 class LLMConfig(Section):
     concurrency: int = Field(16, ge=1)
     timeout: float = Field(120.0, gt=0.0, description="seconds per request")
+    max_response_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        description="bytes of one response body at most (a larger one fails)",
+    )
     max_retries: int = Field(6, ge=0)
     cache: bool = True
     # None: <project>/.moscopt/cache (else the user-level cache); relative: to the project.

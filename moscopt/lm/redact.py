@@ -6,6 +6,8 @@ puts in an exception message or an event goes through `redact` first.
 
 from __future__ import annotations
 
+import base64
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -27,9 +29,9 @@ def secret_values(extra: Iterable[str | None] = ()) -> list[str]:
 
 
 def redact(text: str, extra: Iterable[str | None] = ()) -> str:
-    """`text` with known secret values and key-shaped strings masked."""
-    for value in secret_values(extra):
-        text = text.replace(value, MASK)
+    """`text` with known secret values (in their simple encodings, see `secret_forms`) and
+    key-shaped strings masked."""
+    text = mask_values(text, secret_values(extra))
     for pattern in _PATTERNS:
         if pattern.groups >= 2:
             text = pattern.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
@@ -62,13 +64,58 @@ def env_secrets() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def scrub_secrets(text: str) -> str:
-    """`text` with the value of every secret environment variable (see `env_secrets`) masked.
+def scrub_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
+    """`text` with the value of every secret environment variable (see `env_secrets`), and of
+    each `extra` secret (an endpoint's key), masked in every form of `secret_forms`.
 
     Applied to everything moscopt writes (events, evaluation results, state, skills, reports,
-    exports): a task or a model reply that contains a key never puts it on disk.
+    exports) and to every model answer before it is cached: a task or a model reply that
+    contains a key, even base64-encoded, reversed or upper-cased, never puts it on disk.
     """
-    for value in env_secrets():
-        if value in text:
-            text = text.replace(value, MASK)
-    return text
+    values = env_secrets()
+    values += [v for v in extra if v and len(v) >= MIN_EXTRA and v not in values]
+    return mask_values(text, values)
+
+
+MIN_EXTRA = 8  # shortest explicit secret masked (shorter ones would mangle ordinary text)
+
+
+def secret_forms(value: str) -> tuple[list[str], list[str]]:
+    """The forms of `value` an echo may take: (matched ignoring case, matched exactly).
+
+    Ignoring case: the value, reversed, and its hex. Exactly: its standard and URL-safe base64
+    at each of the three byte alignments it can have inside a longer encoded string (only the
+    characters that depend on the value alone, so `base64("Bearer " + key)` is caught too).
+    """
+    raw = value.encode("utf-8", "surrogatepass")
+    folded = [value, value[::-1], raw.hex()]
+    exact: list[str] = []
+    for pad in range(3):
+        data = b"\0" * pad + raw
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            enc = encode(data).decode("ascii").rstrip("=")
+            start = 4 if pad else 0  # the first group mixes in the bytes before the value
+            stop = len(enc) - (4 if len(data) % 3 else 0)  # the last, the bytes after it
+            core = enc[start:stop]
+            if len(core) >= MIN_EXTRA:
+                exact.append(core)
+    return folded, exact
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
+    folded: set[str] = set()
+    exact: set[str] = set()
+    for value in values:
+        f, e = secret_forms(value)
+        folded.update(f)
+        exact.update(e)
+    parts = [f"(?i:{re.escape(v)})" for v in sorted(folded, key=len, reverse=True)]
+    parts += [re.escape(v) for v in sorted(exact, key=len, reverse=True)]
+    return re.compile("|".join(parts)) if parts else None
+
+
+def mask_values(text: str, values: Iterable[str]) -> str:
+    """`text` with every form (`secret_forms`) of each of `values` replaced by `MASK`."""
+    pattern = _pattern(tuple(sorted(set(values))))
+    return text if pattern is None else pattern.sub(MASK, text)
