@@ -12,6 +12,7 @@ is private too (0600), and files elsewhere keep the usual 0644.
 Text written (files and log lines) never carries the value of a secret environment variable
 (`*_API_KEY` and the like, see `moscopt.lm.redact.scrub_secrets`). A write the disk refuses
 (full, read-only, no permission) is a `StorageError` naming the file: one line, exit code 1.
+Text a model wrote is shown and stored without terminal control sequences (`strip_controls`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,6 +118,25 @@ def scrub(text: str) -> str:
     from moscopt.lm.redact import scrub_secrets
 
     return scrub_secrets(text)
+
+
+# C0 controls but tab and newline, DEL, C1 controls (ESC starts every terminal sequence)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# whole terminal sequences, removed first so no payload is left behind: OSC/DCS/APC/PM/SOS
+# strings (to BEL or ST), CSI sequences (ESC [ or C1 CSI), and two-character escapes
+_SEQUENCE = re.compile(
+    "(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\\\|\x9c)?"
+    "|(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    "|\x1b[ -~]?"
+)
+
+
+def strip_controls(text: str) -> str:
+    """`text` without terminal control characters: CR LF becomes LF, and every other C0/C1
+    control but newline and tab (ESC, BEL, CR, backspace, DEL...) is removed."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return _CONTROL.sub("", _SEQUENCE.sub("", text))
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -25,19 +25,11 @@ from typing import Any
 
 import orjson
 
+from moscopt.fsio import strip_controls
 from moscopt.lm.base import LMRequest, Message, ToolCall, ToolRequest
 from moscopt.lm.redact import scrub_secrets
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# C0 controls but tab and newline, DEL, C1 controls (ESC starts every terminal sequence)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# whole terminal sequences, removed first so no payload is left behind: OSC/DCS/APC/PM/SOS
-# strings (to BEL or ST), CSI sequences (ESC [ or C1 CSI), and two-character escapes
-_SEQUENCE = re.compile(
-    "(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\\\|\x9c)?"
-    "|(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    "|\x1b[ -~]?"
-)
 REPLACEMENT = "\ufffd"
 MAX_TOKENS = 10**9  # a token count past this (in one call) is not believed
 # Where cache_control is understood on a content block (litellm passes it to these providers).
@@ -66,14 +58,6 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         return _SURROGATE.sub(REPLACEMENT, text)
     return text
-
-
-def strip_controls(text: str) -> str:
-    """`text` without terminal control characters: CR LF becomes LF, and every other C0/C1
-    control but newline and tab (ESC, BEL, CR, backspace, DEL...) is removed."""
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
-    return _CONTROL.sub("", _SEQUENCE.sub("", text))
 
 
 def model_text(text: str, secrets: tuple[str | None, ...] = ()) -> str:
