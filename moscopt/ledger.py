@@ -13,6 +13,7 @@ inspection commands, skipping the bulky line types a reader did not ask for with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -303,17 +304,34 @@ class CallSink:
 
 
 def read_events(
-    path: Path, upto: int | None = None, kinds: Iterable[str] | None = None
+    path: Path,
+    upto: int | None = None,
+    kinds: Iterable[str] | None = None,
+    *,
+    sha256: str | None = None,
 ) -> list[Event]:
     """The events of the first `upto` bytes of `path` (all: None), only `kinds` if given.
 
     A malformed line is corruption and a `UserError` naming the file and line, except a torn last
-    line (a process killed mid-append), which is skipped.
+    line (a process killed mid-append), which is skipped. With `upto` (what the run's state
+    recorded at its last save) the log must hold at least that many bytes, and with `sha256`
+    those bytes must have that digest: a log lost, cut or rewritten since is a `UserError`
+    (`LEDGER_MISMATCH`), never an empty or different history.
     """
     if not path.is_file():
+        if upto:
+            raise UserError(
+                f"is missing, but the run's state records {upto} bytes of it: " + LEDGER_MISMATCH,
+                path=path,
+            )
         return []
     with open(path, "rb") as f:
         data = f.read() if upto is None else f.read(upto)
+    if upto is not None and len(data) < upto:
+        raise UserError(
+            f"holds {len(data)} bytes, but the run's state records {upto}: " + LEDGER_MISMATCH,
+            path=path,
+        )
     wanted = None if kinds is None else frozenset(kinds)
     lines = data.split(b"\n")
     events: list[Event] = []
@@ -332,7 +350,20 @@ def read_events(
             raise UserError(_describe(e), path=path, line=i + 1) from None
         if wanted is None or event.type in wanted:
             events.append(event)
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise UserError(
+            "does not match the digest the run's state records for it (rewritten or edited "
+            "since the last save): " + LEDGER_MISMATCH,
+            path=path,
+        )
     return events
+
+
+LEDGER_MISMATCH = (
+    "the event log and state.json no longer agree, so the run's history is not what its state "
+    "was built on. Restore the run's events.jsonl (from a backup), or start a new run "
+    "(--run elsewhere); nothing was changed"
+)
 
 
 def _parse_line(raw: bytes, path: Path, *, offset: int) -> Event:
