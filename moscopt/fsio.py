@@ -139,6 +139,27 @@ def strip_controls(text: str) -> str:
     return _CONTROL.sub("", _SEQUENCE.sub("", text))
 
 
+def check_output_path(path: str | Path, *, replaced: bool = False) -> None:
+    """Refuse (`UserError`, exit 2, nothing touched) an output path the user named (`-o`) that
+    moscopt must not write through: a dangling symbolic link, a link to a file (an atomic
+    replace would swap the link itself for a file), any link when the path is `replaced` as a
+    whole (an export folder), or a path under something that is not a folder. A link to a
+    folder that is written into (`-o reports/` for a report) is fine."""
+    path = Path(path)
+    if path.is_symlink() and (replaced or not path.is_dir()):
+        what = "a dangling symbolic link" if not path.exists() else "a symbolic link"
+        raise UserError(
+            f"is {what} (to {os.readlink(path)!r}): moscopt does not write through or replace "
+            "links; remove it or choose another -o",
+            path=path,
+        )
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise UserError(f"cannot be written: {parent} is not a folder", path=path)
+            return
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, scrub(text).encode("utf-8"))
 

@@ -13,6 +13,7 @@ the page is written without the plot and says so.
 
 from __future__ import annotations
 
+import contextlib
 import io
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -21,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.errors import UserError
-from moscopt.fsio import atomic_write_bytes, atomic_write_text, iter_jsonl
+from moscopt.fsio import atomic_write_bytes, check_output_path, iter_jsonl, scrub
 from moscopt.history import CORE_KINDS, History
 from moscopt.ledger import LLMCall
 from moscopt.report_render import Block, render_html, render_markdown
 from moscopt.report_routing import routing_blocks
-from moscopt.report_sections import embed_images, extra_blocks, write_images
+from moscopt.report_sections import embed_images, extra_blocks, side_images
 from moscopt.report_tables import edits_table, evolution_table
 from moscopt.report_tables import fmt as _f
 from moscopt.rundir import RunDir
@@ -75,18 +76,22 @@ def write_report(
 ) -> ReportResult:
     """Write the report (and its plot) for `run`; what was written and notes for the user.
 
-    A file `out` names (the page or its plot) that exists is overwritten only with `force`;
-    the run's own report (no `out`) always is."""
+    Every file it writes (the page, its plot, the views' images beside a Markdown page) is
+    made in memory first: with `out`, any of them that exists is overwritten only with `force`,
+    and an `out` that is a symbolic link or lies under a file is refused, before anything is
+    written; the run's own report (no `out`) is always overwritten. A write that fails removes
+    the files this call had created, so a failed report leaves no stray image."""
     state = run.load_state()
     history = History.load(run, state, kinds=CORE_KINDS | {"llm_call"})
     path = default_output(run, out, html_out)
+    if out is not None:
+        check_output_path(out)
+        check_output_path(path)
     plot_path = path.with_name(f"{path.stem}-curve.png")
-    if out is not None and not force:
-        for existing in (p for p in (path, plot_path) if p.exists()):
-            raise UserError("exists: pass --force to overwrite it", path=existing)
     curve = learning_curve(history)
     notes = list(history.warnings)
     png = draw_curve(curve)
+    files: dict[Path, bytes] = {}
     if png is None:
         notes.append(
             "matplotlib is not installed: report written without the learning-curve plot "
@@ -94,15 +99,44 @@ def write_report(
         )
         plot: Path | None = None
     else:
-        atomic_write_bytes(plot_path, png)
+        files[plot_path] = png
         plot = plot_path
     blocks = build_blocks(run, history, plot, now or datetime.now(UTC))
-    # the HTML page stands alone (images embedded); Markdown links PNGs written beside it
-    place = embed_images if html_out else write_images
-    blocks = place(blocks, path.parent, run.path.name)
+    if html_out:  # the page stands alone: every image embedded
+        blocks = embed_images(with_data(blocks, plot, png), path.parent)
+    else:  # Markdown links the PNGs written beside it
+        blocks, images = side_images(blocks, run.path.name)
+        files.update({path.parent / name: data for name, data in images.items()})
     text = render_html(blocks, run.path.name) if html_out else render_markdown(blocks)
-    atomic_write_text(path, text)
+    files[path] = scrub(text).encode("utf-8")
+    if out is not None and not force:
+        for existing in (p for p in files if p.exists() or p.is_symlink()):
+            raise UserError("exists: pass --force to overwrite it", path=existing)
+    write_all(files)
     return ReportResult(path, plot, notes)
+
+
+def with_data(blocks: list[Block], plot: Path | None, png: bytes | None) -> list[Block]:
+    """`blocks` with the learning curve's image carrying its bytes (not read back from disk)."""
+    if plot is None or png is None:
+        return blocks
+    return [(*b, png) if b[0] == "img" and len(b) == 3 and b[2] == plot.name else b for b in blocks]
+
+
+def write_all(files: dict[Path, bytes]) -> None:
+    """Write each file atomically; if one fails, remove those this call created, then raise."""
+    created: list[Path] = []
+    try:
+        for target, data in files.items():
+            existed = target.exists()
+            atomic_write_bytes(target, data)
+            if not existed:
+                created.append(target)
+    except BaseException:
+        for target in created:
+            with contextlib.suppress(OSError):
+                target.unlink()
+        raise
 
 
 # -- data ----------------------------------------------------------------------------------------
