@@ -221,3 +221,25 @@ def test_terminal_controls_are_stripped_from_answers(tmp_path: Path) -> None:
 def test_strip_controls_leaves_no_control_but_newline_and_tab(text: str) -> None:
     out = strip_controls(text)
     assert all(c in "\n\t" or not (ord(c) < 32 or 127 <= ord(c) < 160) for c in out)
+
+
+def test_the_router_path_refuses_an_answer_past_the_bound(tmp_path: Path) -> None:
+    from moscopt.config import Config, DeploymentConfig, RoutingConfig
+    from moscopt.lm import build_lm
+
+    big = completion("y" * (2 << 20))
+    with HostileServer(lambda body, headers: response(big)) as server:
+        deployment = DeploymentConfig(model="hosted_vllm/fake", api_base=server.url, name="d0")
+        cfg = Config(
+            model="hosted_vllm/fake",
+            llm=LLMConfig(
+                deployments=[deployment],
+                routing=RoutingConfig(retries=0),
+                max_retries=0,
+                max_response_bytes=1 << 20,
+            ),
+        )
+        lm = build_lm(cfg, cache_dir=tmp_path / "c")
+        with pytest.raises(LMRequestError, match=r"llm\.max_response_bytes"):
+            lm.complete(USER)
+        lm.close()
