@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from moscopt.config import CONFIG_FILE, Config, load_config
 from moscopt.errors import UserError
 from moscopt.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text, storage
-from moscopt.ledger import Event, EventLog, read_events
+from moscopt.ledger import Event, EventLog, check_ledger, read_events
 from moscopt.skills import Pool
 from moscopt.state import RunState, SchemaTooNew, migrate
 from moscopt.validation import user_error
@@ -240,7 +240,7 @@ class RunDir:
     def check_events(self, state: RunState) -> None:
         """A `UserError` (exit 2) if events.jsonl no longer agrees with `state`: lost, shorter
         than it recorded, or not the bytes it hashed (see the module docstring)."""
-        read_events(self.events_path, state.events_bytes, kinds=(), sha256=state.events_sha256)
+        check_ledger(self.events_path, state.events_bytes, state.events_sha256)
 
     def rewind_events(self, state: RunState) -> int:
         """Drop events logged after the last save (work that a resumed run redoes); bytes cut.
