@@ -52,16 +52,19 @@ def env_secrets() -> list[str]:
     keys always are, and the placeholders local servers accept (`EMPTY`, `not-needed`,
     `sk-no-key-required`) are not, so that masking them cannot mangle ordinary text.
     """
-    values = {
-        v
-        for k, v in os.environ.items()
-        if _SECRET_ENV.search(k)
-        and len(v) >= 12
-        and not any(c.isspace() for c in v)
-        and any(c.isdigit() for c in v)
-        and any(c.isalpha() for c in v)
-    }
+    values = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and looks_secret(v, 12)}
     return sorted(values, key=len, reverse=True)
+
+
+def looks_secret(value: str, min_len: int) -> bool:
+    """Whether `value` can be a real key: `min_len`+ characters, a letter and a digit, no space
+    (not a placeholder such as `EMPTY` or `not-needed`, whose masking would mangle text)."""
+    return (
+        len(value) >= min_len
+        and not any(c.isspace() for c in value)
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
 
 
 def scrub_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
@@ -73,7 +76,7 @@ def scrub_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
     contains a key, even base64-encoded, reversed or upper-cased, never puts it on disk.
     """
     values = env_secrets()
-    values += [v for v in extra if v and len(v) >= MIN_EXTRA and v not in values]
+    values += [v for v in extra if v and looks_secret(v, MIN_EXTRA) and v not in values]
     return mask_values(text, values)
 
 
