@@ -134,6 +134,8 @@ _SEQUENCE = re.compile(
 def strip_controls(text: str) -> str:
     """`text` without terminal control characters: CR LF becomes LF, and every other C0/C1
     control but newline and tab (ESC, BEL, CR, backspace, DEL...) is removed."""
+    if _CONTROL.search(text) is None:  # the common case: one scan, nothing to do
+        return text
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     return _CONTROL.sub("", _SEQUENCE.sub("", text))

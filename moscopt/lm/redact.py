@@ -52,8 +52,22 @@ def env_secrets() -> list[str]:
     keys always are, and the placeholders local servers accept (`EMPTY`, `not-needed`,
     `sk-no-key-required`) are not, so that masking them cannot mangle ordinary text.
     """
-    values = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and looks_secret(v, 12)}
-    return sorted(values, key=len, reverse=True)
+    # Keyed by the whole environment (a changed variable is seen at the next call), read raw:
+    # CPython's undecoded mapping costs 3 us to copy where decoding every item costs 50, and
+    # this runs for every answer and every write.
+    raw = getattr(os.environ, "_data", None)
+    items = tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
+    return list(_env_secrets(items))
+
+
+@functools.lru_cache(maxsize=4)
+def _env_secrets(items: tuple[tuple[str | bytes, str | bytes], ...]) -> tuple[str, ...]:
+    values = set()
+    for k, v in items:
+        name, value = os.fsdecode(k), os.fsdecode(v)
+        if _SECRET_ENV.search(name) and looks_secret(value, 12):
+            values.add(value)
+    return tuple(sorted(values, key=len, reverse=True))
 
 
 def looks_secret(value: str, min_len: int) -> bool:
@@ -106,7 +120,9 @@ def secret_forms(value: str) -> tuple[list[str], list[str]]:
 
 
 @functools.lru_cache(maxsize=64)
-def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
+def _pattern(values: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[str, ...], tuple[str, ...]]:
+    """The masking pattern of `values`, and their forms (folded to lower case, exact) for the
+    quick test that skips it: most texts hold no secret, and substring tests are far cheaper."""
     folded: set[str] = set()
     exact: set[str] = set()
     for value in values:
@@ -115,10 +131,17 @@ def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
         exact.update(e)
     parts = [f"(?i:{re.escape(v)})" for v in sorted(folded, key=len, reverse=True)]
     parts += [re.escape(v) for v in sorted(exact, key=len, reverse=True)]
-    return re.compile("|".join(parts)) if parts else None
+    lower = tuple(v.lower() for v in folded)
+    return re.compile("|".join(parts)), lower, tuple(exact)
 
 
 def mask_values(text: str, values: Iterable[str]) -> str:
     """`text` with every form (`secret_forms`) of each of `values` replaced by `MASK`."""
-    pattern = _pattern(tuple(sorted(set(values))))
-    return text if pattern is None else pattern.sub(MASK, text)
+    key = tuple(sorted(set(values)))
+    if not key or not text:
+        return text
+    pattern, lower, exact = _pattern(key)
+    folded = text.lower()
+    if any(v in folded for v in lower) or any(v in text for v in exact):
+        return pattern.sub(MASK, text)
+    return text
