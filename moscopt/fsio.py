@@ -113,6 +113,23 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         f.write(data)
 
 
+def atomic_write_all(files: dict[Path, bytes]) -> None:
+    """Write each file atomically (a set of outputs: a page and its images); if one fails,
+    remove those this call created, then raise, so a failed command leaves no stray file."""
+    created: list[Path] = []
+    try:
+        for target, data in files.items():
+            existed = target.exists()
+            atomic_write_bytes(target, data)
+            if not existed:
+                created.append(target)
+    except BaseException:
+        for target in created:
+            with contextlib.suppress(OSError):
+                target.unlink()
+        raise
+
+
 def scrub(text: str) -> str:
     """`text` without the values of secret environment variables."""
     from moscopt.lm.redact import scrub_secrets

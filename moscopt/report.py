@@ -13,7 +13,6 @@ the page is written without the plot and says so.
 
 from __future__ import annotations
 
-import contextlib
 import io
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.errors import UserError
-from moscopt.fsio import atomic_write_bytes, check_output_path, iter_jsonl, scrub
+from moscopt.fsio import atomic_write_all, check_output_path, iter_jsonl, scrub
 from moscopt.history import CORE_KINDS, History
 from moscopt.ledger import LLMCall
 from moscopt.report_render import Block, render_html, render_markdown
 from moscopt.report_routing import routing_blocks
-from moscopt.report_sections import embed_images, extra_blocks, side_images
+from moscopt.report_sections import embed_images, extra_blocks, side_images, with_image
 from moscopt.report_tables import edits_table, evolution_table
 from moscopt.report_tables import fmt as _f
 from moscopt.rundir import RunDir
@@ -103,7 +102,7 @@ def write_report(
         plot = plot_path
     blocks = build_blocks(run, history, plot, now or datetime.now(UTC))
     if html_out:  # the page stands alone: every image embedded
-        blocks = embed_images(with_data(blocks, plot, png), path.parent)
+        blocks = embed_images(with_image(blocks, plot, png), path.parent)
     else:  # Markdown links the PNGs written beside it
         blocks, images = side_images(blocks, run.path.name)
         files.update({path.parent / name: data for name, data in images.items()})
@@ -112,31 +111,8 @@ def write_report(
     if out is not None and not force:
         for existing in (p for p in files if p.exists() or p.is_symlink()):
             raise UserError("exists: pass --force to overwrite it", path=existing)
-    write_all(files)
+    atomic_write_all(files)
     return ReportResult(path, plot, notes)
-
-
-def with_data(blocks: list[Block], plot: Path | None, png: bytes | None) -> list[Block]:
-    """`blocks` with the learning curve's image carrying its bytes (not read back from disk)."""
-    if plot is None or png is None:
-        return blocks
-    return [(*b, png) if b[0] == "img" and len(b) == 3 and b[2] == plot.name else b for b in blocks]
-
-
-def write_all(files: dict[Path, bytes]) -> None:
-    """Write each file atomically; if one fails, remove those this call created, then raise."""
-    created: list[Path] = []
-    try:
-        for target, data in files.items():
-            existed = target.exists()
-            atomic_write_bytes(target, data)
-            if not existed:
-                created.append(target)
-    except BaseException:
-        for target in created:
-            with contextlib.suppress(OSError):
-                target.unlink()
-        raise
 
 
 # -- data ----------------------------------------------------------------------------------------

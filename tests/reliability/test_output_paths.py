@@ -107,17 +107,17 @@ def test_report_refuses_to_overwrite_any_side_image_without_force(
 def test_a_failed_report_leaves_no_stray_image(
     trained: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import moscopt.report as report
+    import moscopt.fsio as fsio
 
     run, _ = trained
-    real = report.atomic_write_bytes
+    real = fsio.atomic_write_bytes
 
     def failing(path: Any, data: bytes) -> None:
         if str(path).endswith(".md"):
             raise OSError(28, "No space left on device")
         real(path, data)
 
-    monkeypatch.setattr(report, "atomic_write_bytes", failing)
+    monkeypatch.setattr(fsio, "atomic_write_bytes", failing)
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
