@@ -52,7 +52,11 @@ def children(pid: int) -> list[int]:
         return found
     except OSError:
         pass
-    for entry in Path("/proc").iterdir():  # kernels without the children file
+    try:
+        entries = list(Path("/proc").iterdir())  # kernels without the children file
+    except OSError:
+        return found  # no /proc: nothing to find (the process group is still signalled)
+    for entry in entries:
         if entry.name.isdigit():
             with contextlib.suppress(OSError, ValueError, IndexError):
                 stat = (entry / "stat").read_text()
