@@ -109,6 +109,7 @@ def resume(
         state = run.load_state()
         if state.status == "done":
             raise UserError("this run is already finished", path=run.path)
+        run.check_events(state)  # before anything is written or asked
         bench, splits = resolve_benchmark(config, state.benchmark)
         ids = {name: [t.id for t in splits[name]] for name in ("train", "val", "test")}
         if state.splits and ids != state.splits:

@@ -50,7 +50,10 @@ def diff_cmd(
         }
         typer.echo(json.dumps(data, indent=2))
         return
+    from moscopt.run.fsio import strip_controls
+
+    # SKILL.md text a model wrote (an old run's may hold escape sequences): never shown raw
     for note in (*history.warnings, *result.notes):
-        typer.echo(f"moscopt: {note}", err=True)
+        typer.echo(f"moscopt: {strip_controls(note)}", err=True)
     if result.text:
-        typer.echo(result.text, nl=False)
+        typer.echo(strip_controls(result.text), nl=False)

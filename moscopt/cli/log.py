@@ -41,7 +41,7 @@ def log_cmd(
             )
         entries = [e for e in entries if e.touches(skill)]
     for warning in history.warnings:
-        typer.echo(f"moscopt: warning: {warning}", err=True)
+        typer.echo(f"moscopt: warning: {' '.join(warning.split())}", err=True)
     rows = [e.to_json() for e in entries]
     if json_out:
         typer.echo(json.dumps(rows, indent=2, sort_keys=True))
@@ -49,8 +49,10 @@ def log_cmd(
     if not rows:
         typer.echo("no edits, evolution cycles or gate restorations logged yet")
         return
-    for row in rows:
-        typer.echo(render_entry(row))
+    from moscopt.run.fsio import strip_controls
+
+    for row in rows:  # model-written text: no escape sequence reaches the terminal
+        typer.echo(strip_controls(render_entry(row)))
 
 
 def _score(x: Any) -> str:

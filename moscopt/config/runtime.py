@@ -74,6 +74,11 @@ class RoutingConfig(Section):
 class LLMConfig(Section):
     concurrency: int = Field(16, ge=1)
     timeout: float = Field(120.0, gt=0.0, description="seconds per request")
+    max_response_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        description="bytes of one response body at most (a larger one fails)",
+    )
     max_retries: int = Field(6, ge=0)
     cache: bool = True
     # None: <project>/.moscopt/cache (else the user-level cache); relative: to the project.
@@ -153,6 +158,14 @@ class AgentConfig(Section):
     timeout: float = Field(600.0, gt=0.0, description="seconds per task for the external agent")
     answer_file: str | None = None  # the answer is this file in its folder (null: its stdout)
     parallel: int = Field(4, ge=1, description="external agents running at once")
+    # Environment variables the external agent sees beyond the basic ones (PATH, HOME, LANG,
+    # TERM, TMPDIR...: moscopt.agent.external.environment): names or shell patterns, e.g.
+    # [ANTHROPIC_API_KEY] for `claude -p`. Nothing else of moscopt's environment is passed.
+    env: list[str] = Field(default_factory=list)
+    # Replay a finished task's answer from the response cache; the key holds the command (with
+    # {cwd} resolved) and a digest of every file it names. false: run the agent every time
+    # (an agent whose answers depend on files its command line does not name).
+    cache: bool = True
 
     @field_validator("skills_path", "answer_file")
     @classmethod

@@ -34,20 +34,30 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from moscopt.core import yamlio
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
-from moscopt.run.fsio import atomic_write_text, canonical_json, make_dirs, read_text
+from moscopt.run.fsio import atomic_write_text, canonical_json, make_dirs, read_text, strip_controls
 
 SKILL_FILE = "SKILL.md"
 GATE_NAME = "gate"
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
-_NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # whole name: fullmatch, never `$`
+# Device names Windows reserves in every folder (a folder `con` cannot be made or opened there):
+# a pool must be portable to every OS an agent runs on.
+RESERVED_NAMES = frozenset(
+    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+)
 # Front-matter keys of the Agent Skills format, in the order they are written.
 _KEY_ORDER = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
 
 
 def is_valid_name(name: str) -> bool:
-    return len(name) <= NAME_MAX and bool(_NAME_RE.match(name))
+    """A lowercase-hyphen slug of at most `NAME_MAX` characters, not a name Windows reserves."""
+    return (
+        len(name) <= NAME_MAX
+        and _NAME_RE.fullmatch(name) is not None
+        and name not in RESERVED_NAMES
+    )
 
 
 def clean_description(text: str, *, limit: int = DESCRIPTION_MAX) -> str:
@@ -84,6 +94,8 @@ def slugify(text: str, *, max_len: int = NAME_MAX) -> str:
     """A valid skill name derived from free text ('Math Expert!' -> 'math-expert')."""
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     slug = slug[:max_len].rstrip("-")
+    if slug in RESERVED_NAMES:
+        slug = f"{slug}-skill"
     return slug or "skill"
 
 
@@ -106,14 +118,15 @@ class Skill(BaseModel):
         if not is_valid_name(v):
             raise ValueError(
                 f"must be a lowercase-hyphen slug of at most {NAME_MAX} characters "
-                "(a-z, 0-9, single hyphens between words)"
+                "(a-z, 0-9, single hyphens between words), not a name Windows reserves "
+                "(con, prn, aux, nul, com0-9, lpt0-9)"
             )
         return v
 
     @field_validator("description")
     @classmethod
     def _check_description(cls, v: str) -> str:
-        v = v.strip()
+        v = strip_controls(v).strip()
         if not v:
             raise ValueError("must not be empty")
         if len(v) > DESCRIPTION_MAX:
@@ -233,8 +246,9 @@ def _yaml_dump(data: dict[str, Any], *, allow_unicode: bool) -> str:
 
 
 def normalize_body(body: str) -> str:
-    """Canonical Markdown body: LF endings, no leading blank lines, one trailing newline."""
-    body = body.replace("\r\n", "\n").replace("\r", "\n")
+    """Canonical Markdown body: LF endings, no terminal control characters (escape sequences a
+    model wrote), no leading blank lines, one trailing newline."""
+    body = strip_controls(body.replace("\r\n", "\n").replace("\r", "\n"))
     body = body.lstrip("\n").rstrip()
     return f"{body}\n" if body else ""
 

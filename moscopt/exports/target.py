@@ -3,7 +3,8 @@
 The files are first written (each atomically) into a hidden sibling folder; then the old export,
 if any, is renamed away, the new folder renamed into place, and the old one deleted. A reader
 sees the old export or the new one, never a mix. Only a folder that is an export (it holds a
-manifest) or is empty may be replaced, and only with `force`: `-o .` never deletes a project.
+manifest) or is empty may be replaced, and only with `force`: `-o .` never deletes a project;
+a symbolic link (dangling or not) is never written through nor replaced (`check_output_path`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from pathlib import Path
 
 from moscopt.errors import UserError
 from moscopt.exports.manifest import MANIFEST_FILE
-from moscopt.run.fsio import atomic_write_text
+from moscopt.run.fsio import atomic_write_text, check_output_path
 
 
 def check_target(out: Path, *, force: bool) -> None:
     """Raise `UserError` (nothing touched) unless `out` may be written."""
+    check_output_path(out, replaced=True)
     if not out.exists():
         return
     if not out.is_dir():

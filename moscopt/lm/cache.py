@@ -13,9 +13,12 @@ written before the shared cache still has its own answers in that folder: `legac
 (see `moscopt.lm.legacy`), so such a run resumes without asking again.
 
 Values are JSON (never pickle) holding only the answer: text, token counts, finish reason, the
-model. Requests, keys and headers are not stored. Entries never expire: a resumed or repeated
+model. Requests, keys and headers are not stored, and an answer's text is scrubbed of secret
+values (`moscopt.lm.redact.scrub_secrets`: the keys in the environment, in their simple
+encodings) before it is, whoever wrote it. Entries never expire: a resumed or repeated
 step must find every answer it got before. An entry that cannot be read or decoded is a miss
-(and is overwritten by the next answer), never a crash. Safe across threads and processes.
+(and is overwritten by the next answer), never a crash: not JSON, nested too deeply, token
+counts that are not counts (negative, fractional, 1e400). Safe across threads and processes.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from typing import Any
 from moscopt.config import CONFIG_FILE, LLMConfig
 from moscopt.lm.base import Completion, ToolCall, Usage
 from moscopt.lm.legacy import LegacyRunCache
-from moscopt.lm.wire import clean_text, dumps, loads
+from moscopt.lm.redact import scrub_secrets
+from moscopt.lm.wire import dumps, loads, model_text, tokens
 
 log = logging.getLogger("moscopt.lm")
 CACHE_ENV = "MOSCOPT_CACHE_DIR"
@@ -147,7 +151,7 @@ class ResponseCache:
 
     def put(self, key: str, completion: Completion) -> None:
         entry: dict[str, Any] = {
-            "text": completion.text,
+            "text": scrub_secrets(completion.text),
             "model": completion.model,
             "prompt_tokens": completion.usage.prompt_tokens,
             "completion_tokens": completion.usage.completion_tokens,
@@ -156,7 +160,7 @@ class ResponseCache:
         }
         if completion.tool_calls:  # only then: entries without tool calls are as before
             entry["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": c.arguments}
+                {"id": c.id, "name": c.name, "arguments": scrub_secrets(c.arguments)}
                 for c in completion.tool_calls
             ]
         value = dumps(entry)
@@ -244,21 +248,24 @@ def _decode(value: Any) -> Completion | None:
     """The completion stored in `value`, or None when it is not a readable entry."""
     try:
         entry = loads(value if isinstance(value, bytes | str) else b"")
+        finish = entry.get("finish_reason")
         return Completion(
-            text=clean_text(_str(entry["text"])),
+            text=model_text(_str(entry["text"])),
             model=_str(entry["model"]),
             usage=Usage(
-                int(entry["prompt_tokens"]),
-                int(entry["completion_tokens"]),
-                int(entry.get("cached_tokens") or 0),
+                _count(entry["prompt_tokens"]),
+                _count(entry["completion_tokens"]),
+                _count(entry.get("cached_tokens") or 0),
             ),
-            finish_reason=entry.get("finish_reason"),
+            finish_reason=model_text(_str(finish)) if finish is not None else None,
             tool_calls=tuple(
-                ToolCall(_str(c["id"]), _str(c["name"]), _str(c["arguments"]))
+                ToolCall(
+                    _str(c["id"]), model_text(_str(c["name"])), model_text(_str(c["arguments"]))
+                )
                 for c in entry.get("tool_calls") or ()
             ),
         )
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
         return None  # a damaged entry is a miss, never a crash
 
 
@@ -266,3 +273,10 @@ def _str(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError("not a string")
     return value
+
+
+def _count(value: Any) -> int:
+    found = tokens(value)
+    if found is None:
+        raise ValueError("not a token count")
+    return found

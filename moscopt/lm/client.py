@@ -311,6 +311,8 @@ class LiteLLMClient:
         purpose: str,
     ) -> Completion:
         latency = time.perf_counter() - started
+        if not raw.usage_valid:  # missing or implausible counts: never cheaper than an estimate
+            raw = estimated_usage(raw, request)
         cost = raw.cost
         if cost is None:
             cost = self._pricing.cost(
@@ -384,6 +386,23 @@ class LiteLLMClient:
             record["deployment"] = completion.deployment
         record.update(extra)
         self.events(record)
+
+
+def estimated_usage(raw: RawAnswer, request: LMRequest) -> RawAnswer:
+    """`raw` with token counts its server did not report believably (see `RawAnswer.usage_valid`)
+    estimated as the budget's bound does (~3 characters per token, at most `max_tokens` of
+    output), never below what was reported. A server cannot slip a call past `max_cost` by
+    reporting nothing or less than 0."""
+    chars = sum(len(m["content"]) for m in request.messages)
+    return dataclasses.replace(
+        raw,
+        prompt_tokens=max(raw.prompt_tokens, chars // 3 + 1),
+        completion_tokens=max(
+            raw.completion_tokens, min(len(raw.text) // 3 + 1, request.max_tokens)
+        ),
+        cached_tokens=0,
+        cost=None,
+    )
 
 
 def _parses(text: str, schema: Mapping[str, Any]) -> bool:

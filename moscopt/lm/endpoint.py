@@ -28,7 +28,14 @@ def make_transport(
             timeout=llm.timeout,
             max_connections=llm.concurrency,
             api_key=api_key,
+            max_response_bytes=llm.max_response_bytes,
         )
     from moscopt.lm.litellm_transport import LiteLLMTransport
 
-    return LiteLLMTransport(model, api_base=api_base, timeout=llm.timeout, api_key=api_key)
+    return LiteLLMTransport(
+        model,
+        api_base=api_base,
+        timeout=llm.timeout,
+        api_key=api_key,
+        max_response_bytes=llm.max_response_bytes,
+    )

@@ -60,7 +60,11 @@ def build_lm(
         for i, d in enumerate(config.llm.deployments):
             check_model(d.model, d.api_base, field=f"llm.deployments.{i}.model")
         transport = RouterTransport(
-            model, config.llm.deployments, config.llm.routing, timeout=config.llm.timeout
+            model,
+            config.llm.deployments,
+            config.llm.routing,
+            timeout=config.llm.timeout,
+            max_response_bytes=config.llm.max_response_bytes,
         )
     else:
         check_model(model, config.api_base, api_key=api_key, field=field)

@@ -13,6 +13,9 @@ its per-call work is one h11 parse and no more bookkeeping than a list of idle c
   `https` ones through a `CONNECT` tunnel, with basic auth from the proxy URL.
 - Every failure of the network or of the peer's HTTP (refused, reset, cut short, a malformed
   status line, a TLS error) raises `HTTPError`; a timeout raises `TimeoutError`.
+- A response body is read up to `max_body` bytes: a larger one (announced by its
+  Content-Length, or found while reading a chunked or endless body) raises `BodyTooLarge` and
+  its connection is closed, so a hostile server cannot fill the memory.
 """
 
 from __future__ import annotations
@@ -35,6 +38,14 @@ _FAILURES = (OSError, asyncio.IncompleteReadError, h11.ProtocolError)
 
 class HTTPError(Exception):
     """The connection or the peer's HTTP failed (the request may or may not have arrived)."""
+
+
+class BodyTooLarge(HTTPError):
+    """The response body is longer than the pool's `max_body` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the response body is larger than {limit} bytes")
+        self.limit = limit
 
 
 @dataclass(frozen=True)
@@ -86,12 +97,14 @@ class _Connection:
     def usable(self) -> bool:
         return not self.writer.is_closing() and not self.reader.at_eof()
 
-    async def exchange(self, request: h11.Request, body: bytes) -> Response:
+    async def exchange(
+        self, request: h11.Request, body: bytes, max_body: int | None = None
+    ) -> Response:
         conn = self.h11
         self.writer.write(conn.send(request) + conn.send(h11.Data(data=body)))
         self.writer.write(conn.send(h11.EndOfMessage()))
         await self.writer.drain()
-        status, headers, parts = 0, {}, []
+        status, headers, parts, size = 0, {}, [], 0
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
@@ -99,7 +112,13 @@ class _Connection:
             elif isinstance(event, h11.Response):
                 status = event.status_code
                 headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in event.headers}
+                announced = headers.get("content-length", "")
+                if max_body is not None and announced.isdigit() and int(announced) > max_body:
+                    raise BodyTooLarge(max_body)
             elif isinstance(event, h11.Data):
+                size += len(event.data)
+                if max_body is not None and size > max_body:
+                    raise BodyTooLarge(max_body)
                 parts.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage):
                 return Response(status, headers, b"".join(parts))
@@ -119,9 +138,13 @@ class _Connection:
 
 
 class Pool:
-    """Keep-alive connections to `url`'s origin for the running loop; `proxy`: an http URL."""
+    """Keep-alive connections to `url`'s origin for the running loop; `proxy`: an http URL;
+    `max_body`: the longest response body read (None: unbounded)."""
 
-    def __init__(self, url: str, *, limit: int, proxy: str | None = None) -> None:
+    def __init__(
+        self, url: str, *, limit: int, proxy: str | None = None, max_body: int | None = None
+    ) -> None:
+        self.max_body = max_body
         self.origin = Origin.of(url)
         self.proxy = Origin.of(proxy) if proxy else None
         self._proxy_auth = _basic_auth(proxy) if proxy else None
@@ -143,7 +166,7 @@ class Pool:
         async with asyncio.timeout(timeout), self._slots:
             connection = await self._connection()
             try:
-                response = await connection.exchange(request, body)
+                response = await connection.exchange(request, body, self.max_body)
             except _FAILURES as e:
                 connection.close()
                 raise HTTPError(f"{type(e).__name__}: {e}") from None

@@ -23,7 +23,7 @@ from moscopt.lm.base import LMRequest, Message
 from moscopt.lm.litellm_env import alitellm, preload
 from moscopt.lm.redact import redact
 from moscopt.lm.retry import Fault, fault_for_status, parse_retry_after
-from moscopt.lm.transport import DIRECT_PROVIDERS
+from moscopt.lm.transport import DIRECT_PROVIDERS, too_large
 from moscopt.lm.wire import (
     NotAnAnswer,
     RawAnswer,
@@ -70,18 +70,36 @@ def litellm_fields(
     return fields
 
 
-def answer_of(response: Any, deployment: str | None = None) -> RawAnswer:
-    """The `RawAnswer` of a litellm response (with litellm's own cost, if it priced it)."""
+def answer_of(
+    response: Any,
+    deployment: str | None = None,
+    *,
+    secrets: list[str | None] | None = None,
+    max_bytes: int | None = None,
+) -> RawAnswer:
+    """The `RawAnswer` of a litellm response (with litellm's own cost, if it priced it), the
+    `secrets` masked in its text; a `Fault` naming `llm.max_response_bytes` when its text and
+    tool calls are longer than `max_bytes`.
+
+    litellm reads the body itself (through each provider's SDK), so on this path the bound is
+    applied to the answer it parsed: nothing larger is cached, recorded or graded, but the
+    memory litellm used to read it is not bounded (the direct HTTP transport's is)."""
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
     try:
-        return raw_answer(
+        raw = raw_answer(
             response,
             cost=float(cost) if isinstance(cost, int | float) else None,
             deployment=deployment,
+            secrets=tuple(secrets or ()),
         )
     except NotAnAnswer as e:
         raise Fault("request" if e.empty else "transient", str(e)) from None
+    if max_bytes is not None:
+        size = len(raw.text) + sum(len(c.arguments) + len(c.name) for c in raw.tool_calls)
+        if size > max_bytes:
+            raise Fault("request", too_large(max_bytes))
+    return raw
 
 
 def _wrapped_bug(e: BaseException) -> BaseException | None:
@@ -149,8 +167,10 @@ class LiteLLMTransport:
         api_base: str | None,
         timeout: float,
         api_key: str | None = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         self.model = model
+        self._max_bytes = max_response_bytes
         provider = model.partition("/")[0]
         self._api_base = api_base
         self._timeout = timeout
@@ -177,7 +197,7 @@ class LiteLLMTransport:
         module = await alitellm()
         kwargs = self._kwargs(request)
         response = await call_litellm(module.acompletion(**kwargs), self._timeout, [self._key])
-        return answer_of(response)
+        return answer_of(response, secrets=[self._key], max_bytes=self._max_bytes)
 
     async def aclose(self) -> None:
         return None  # litellm owns its clients (and closes them at exit)

@@ -6,6 +6,8 @@ puts in an exception message or an event goes through `redact` first.
 
 from __future__ import annotations
 
+import base64
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -27,9 +29,9 @@ def secret_values(extra: Iterable[str | None] = ()) -> list[str]:
 
 
 def redact(text: str, extra: Iterable[str | None] = ()) -> str:
-    """`text` with known secret values and key-shaped strings masked."""
-    for value in secret_values(extra):
-        text = text.replace(value, MASK)
+    """`text` with known secret values (in their simple encodings, see `secret_forms`) and
+    key-shaped strings masked."""
+    text = mask_values(text, secret_values(extra))
     for pattern in _PATTERNS:
         if pattern.groups >= 2:
             text = pattern.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
@@ -50,25 +52,96 @@ def env_secrets() -> list[str]:
     keys always are, and the placeholders local servers accept (`EMPTY`, `not-needed`,
     `sk-no-key-required`) are not, so that masking them cannot mangle ordinary text.
     """
-    values = {
-        v
-        for k, v in os.environ.items()
-        if _SECRET_ENV.search(k)
-        and len(v) >= 12
-        and not any(c.isspace() for c in v)
-        and any(c.isdigit() for c in v)
-        and any(c.isalpha() for c in v)
-    }
-    return sorted(values, key=len, reverse=True)
+    # Keyed by the whole environment (a changed variable is seen at the next call), read raw:
+    # CPython's undecoded mapping costs 3 us to copy where decoding every item costs 50, and
+    # this runs for every answer and every write.
+    raw = getattr(os.environ, "_data", None)
+    items = tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
+    return list(_env_secrets(items))
 
 
-def scrub_secrets(text: str) -> str:
-    """`text` with the value of every secret environment variable (see `env_secrets`) masked.
+@functools.lru_cache(maxsize=4)
+def _env_secrets(items: tuple[tuple[str | bytes, str | bytes], ...]) -> tuple[str, ...]:
+    values = set()
+    for k, v in items:
+        name, value = os.fsdecode(k), os.fsdecode(v)
+        if _SECRET_ENV.search(name) and looks_secret(value, 12):
+            values.add(value)
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def looks_secret(value: str, min_len: int) -> bool:
+    """Whether `value` can be a real key: `min_len`+ characters, a letter and a digit, no space
+    (not a placeholder such as `EMPTY` or `not-needed`, whose masking would mangle text)."""
+    return (
+        len(value) >= min_len
+        and not any(c.isspace() for c in value)
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
+
+
+def scrub_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
+    """`text` with the value of every secret environment variable (see `env_secrets`), and of
+    each `extra` secret (an endpoint's key), masked in every form of `secret_forms`.
 
     Applied to everything moscopt writes (events, evaluation results, state, skills, reports,
-    exports): a task or a model reply that contains a key never puts it on disk.
+    exports) and to every model answer before it is cached: a task or a model reply that
+    contains a key, even base64-encoded, reversed or upper-cased, never puts it on disk.
     """
-    for value in env_secrets():
-        if value in text:
-            text = text.replace(value, MASK)
+    values = env_secrets()
+    values += [v for v in extra if v and looks_secret(v, MIN_EXTRA) and v not in values]
+    return mask_values(text, values)
+
+
+MIN_EXTRA = 8  # shortest explicit secret masked (shorter ones would mangle ordinary text)
+
+
+def secret_forms(value: str) -> tuple[list[str], list[str]]:
+    """The forms of `value` an echo may take: (matched ignoring case, matched exactly).
+
+    Ignoring case: the value, reversed, and its hex. Exactly: its standard and URL-safe base64
+    at each of the three byte alignments it can have inside a longer encoded string (only the
+    characters that depend on the value alone, so `base64("Bearer " + key)` is caught too).
+    """
+    raw = value.encode("utf-8", "surrogatepass")
+    folded = [value, value[::-1], raw.hex()]
+    exact: list[str] = []
+    for pad in range(3):
+        data = b"\0" * pad + raw
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            enc = encode(data).decode("ascii").rstrip("=")
+            start = 4 if pad else 0  # the first group mixes in the bytes before the value
+            stop = len(enc) - (4 if len(data) % 3 else 0)  # the last, the bytes after it
+            core = enc[start:stop]
+            if len(core) >= MIN_EXTRA:
+                exact.append(core)
+    return folded, exact
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(values: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[str, ...], tuple[str, ...]]:
+    """The masking pattern of `values`, and their forms (folded to lower case, exact) for the
+    quick test that skips it: most texts hold no secret, and substring tests are far cheaper."""
+    folded: set[str] = set()
+    exact: set[str] = set()
+    for value in values:
+        f, e = secret_forms(value)
+        folded.update(f)
+        exact.update(e)
+    parts = [f"(?i:{re.escape(v)})" for v in sorted(folded, key=len, reverse=True)]
+    parts += [re.escape(v) for v in sorted(exact, key=len, reverse=True)]
+    lower = tuple(v.lower() for v in folded)
+    return re.compile("|".join(parts)), lower, tuple(exact)
+
+
+def mask_values(text: str, values: Iterable[str]) -> str:
+    """`text` with every form (`secret_forms`) of each of `values` replaced by `MASK`."""
+    key = tuple(sorted(set(values)))
+    if not key or not text:
+        return text
+    pattern, lower, exact = _pattern(key)
+    folded = text.lower()
+    if any(v in folded for v in lower) or any(v in text for v in exact):
+        return pattern.sub(MASK, text)
     return text

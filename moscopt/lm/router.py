@@ -74,8 +74,10 @@ class RouterTransport:
         routing: RoutingConfig,
         *,
         timeout: float,
+        max_response_bytes: int | None = None,
     ) -> None:
         self.group = group
+        self._max_bytes = max_response_bytes
         self._deployments = list(deployments)
         self._routing = routing
         self._timeout = timeout
@@ -118,7 +120,12 @@ class RouterTransport:
         response = await call_litellm(router.acompletion(**fields), budget, self._secrets)
         hidden = getattr(response, "_hidden_params", None) or {}
         deployment = hidden.get("model_id") if isinstance(hidden, dict) else None
-        return answer_of(response, str(deployment) if deployment is not None else None)
+        return answer_of(
+            response,
+            str(deployment) if deployment is not None else None,
+            secrets=self._secrets,
+            max_bytes=self._max_bytes,
+        )
 
     async def aclose(self) -> None:
         self._routers.pop(asyncio.get_running_loop(), None)

@@ -1,7 +1,9 @@
 """Structured output: the answer of a schema call parsed strictly into JSON that fits its schema.
 
 The only leniency: surrounding whitespace and one Markdown code fence around the document (what
-models without native JSON mode add). Nothing else is rescued.
+models without native JSON mode add). Nothing else is rescued. The answer is untrusted: one
+longer than `MAX_CHARS` or nested deeper than the parser goes is `OutputInvalid`, never a
+crash.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from moscopt.lm.base import Completion
 
 FENCE = "```"
+MAX_CHARS = 4 * 1024 * 1024  # a structured answer longer than this is not parsed
 
 
 class OutputInvalid(ValueError):
@@ -38,12 +41,16 @@ def parse_structured(text: str, schema: Mapping[str, Any]) -> Any:
     body = strip_fence(text)
     if not body:
         raise OutputInvalid("the answer is empty")
+    if len(body) > MAX_CHARS:
+        raise OutputInvalid(f"the answer is longer than {MAX_CHARS} characters")
     try:
         value = json.loads(body)
     except json.JSONDecodeError as e:
         raise OutputInvalid(
             f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
         ) from None
+    except RecursionError:
+        raise OutputInvalid("not valid JSON (nested too deeply)") from None
     jsonschema = _jsonschema()
     validator_cls = jsonschema.validators.validator_for(schema)
     errors = sorted(

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from moscopt.errors import UserError
 from moscopt.lm.base import LMRequest
-from moscopt.lm.http11 import HTTPError, Origin, Pool
+from moscopt.lm.http11 import BodyTooLarge, HTTPError, Origin, Pool
 from moscopt.lm.redact import redact
 from moscopt.lm.retry import Fault, fault_for_status, parse_retry_after
 from moscopt.lm.sync import until_loop_end
@@ -68,8 +68,10 @@ class HTTPTransport:
         timeout: float,
         max_connections: int,
         api_key: str | None = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         provider, _, name = model.partition("/")
+        self._max_body = max_response_bytes
         self._wire_model = name
         self._url = api_base.rstrip("/") + "/chat/completions"
         self._timeout = timeout
@@ -98,7 +100,9 @@ class HTTPTransport:
         entry = self._pools.get(loop)
         if entry is not None:
             return entry[0]
-        pool = Pool(self._url, limit=self._max_connections, proxy=self._proxy)
+        pool = Pool(
+            self._url, limit=self._max_connections, proxy=self._proxy, max_body=self._max_body
+        )
         keeper = until_loop_end(pool.close)
         self._pools[loop] = (pool, keeper)
         await keeper.__anext__()
@@ -111,6 +115,8 @@ class HTTPTransport:
             response = await pool.post(self._url, self._headers, payload, timeout=self._timeout)
         except TimeoutError:
             raise Fault("transient", f"timed out after {self._timeout:g}s") from None
+        except BodyTooLarge as e:
+            raise Fault("request", too_large(e.limit)) from None
         except HTTPError as e:
             raise Fault("transient", self._redact(f"connection failed: {e}")) from None
         retry_after = response.headers.get("retry-after")
@@ -129,7 +135,7 @@ class HTTPTransport:
             snippet = content[:80].decode("utf-8", "replace")
             raise Fault("transient", self._redact(f"response is not JSON: {snippet!r}")) from None
         try:
-            return raw_answer(data)
+            return raw_answer(data, secrets=(self._key,))
         except NotAnAnswer as e:
             raise Fault("request" if e.empty else "transient", str(e)) from None
 
@@ -143,6 +149,14 @@ class HTTPTransport:
         # with it (or with `aclose`).
         for loop in [lp for lp in self._pools if lp.is_closed()]:
             del self._pools[loop]
+
+
+def too_large(limit: int) -> str:
+    """The message of a response past `llm.max_response_bytes` (names the key to raise)."""
+    return (
+        f"the response is larger than {limit} bytes, the bound set by llm.max_response_bytes "
+        "(raise it in moscopt.yaml if such answers are expected)"
+    )
 
 
 def env_proxy(url: str) -> str | None:

@@ -4,10 +4,16 @@
 the litellm, router and embedded transports pass the same fields). `raw_answer` turns an OpenAI
 chat completion (a dict, or litellm's response object) into a `RawAnswer`, and is the boundary
 where model text is sanitized: lone UTF-16 surrogates (which a JSON body may carry as `\\ud800`
-escapes, and which no UTF-8 file, SQLite row or terminal accepts) become U+FFFD.
+escapes, and which no UTF-8 file, SQLite row or terminal accepts) become U+FFFD; terminal
+control characters (escape sequences: OSC 52 clipboard writes, OSC 8 links, cursor movement,
+screen clears; every C0/C1 control but newline and tab) are removed (`model_text`); the value
+of the endpoint's key and of secret environment variables, in their simple encodings, is masked
+(`moscopt.lm.redact.scrub_secrets`); and token counts that are not plausible (negative,
+fractional, past `MAX_TOKENS`) are flagged, not believed (`RawAnswer.usage_valid`).
 
 JSON goes through orjson (several times faster than `json` for these bodies); a body orjson
-refuses (invalid UTF-8, lone surrogates) is decoded leniently by `json` instead.
+refuses (invalid UTF-8, lone surrogates) is decoded leniently by `json` instead. A document
+nested too deeply for either is a `ValueError` like any other that is not JSON.
 """
 
 from __future__ import annotations
@@ -20,9 +26,12 @@ from typing import Any
 import orjson
 
 from moscopt.lm.base import LMRequest, Message, ToolCall, ToolRequest
+from moscopt.lm.redact import scrub_secrets
+from moscopt.run.fsio import strip_controls
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+MAX_TOKENS = 10**9  # a token count past this (in one call) is not believed
 # Where cache_control is understood on a content block (litellm passes it to these providers).
 PROMPT_CACHE_PROVIDERS = frozenset({"anthropic", "bedrock", "vertex_ai"})
 
@@ -36,6 +45,7 @@ class RawAnswer:
     completion_tokens: int
     cached_tokens: int = 0  # prompt tokens the provider served from its prompt cache
     finish_reason: str | None = None
+    usage_valid: bool = True  # False: the server's token counts were missing or implausible
     cost: float | None = None
     deployment: str | None = None  # which endpoint answered, when a router chose one
     tool_calls: tuple[ToolCall, ...] = ()  # native tool calls (requests with tools only)
@@ -48,6 +58,12 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         return _SURROGATE.sub(REPLACEMENT, text)
     return text
+
+
+def model_text(text: str, secrets: tuple[str | None, ...] = ()) -> str:
+    """Model-written `text` made safe to store and show: no lone surrogates (`clean_text`), no
+    terminal controls (`strip_controls`), no secret (`scrub_secrets`, with `secrets`)."""
+    return scrub_secrets(strip_controls(clean_text(text)), secrets)
 
 
 def dumps(obj: Any) -> bytes:
@@ -64,7 +80,10 @@ def loads(data: bytes | str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:  # orjson stops at 1024 levels; json at the interpreter's limit
+            raise ValueError("the JSON document is nested too deeply") from None
 
 
 def _clean_tree(obj: Any) -> Any:
@@ -133,8 +152,16 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
+def tokens(value: Any) -> int | None:
+    """A token count as reported: an int in [0, MAX_TOKENS], else None (absent or not
+    believable: negative, fractional, boolean, huge)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS:
+        return value
+    return None
+
+
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return tokens(value) or 0
 
 
 def cached_prompt_tokens(usage: Any) -> int:
@@ -152,8 +179,15 @@ class NotAnAnswer(ValueError):
         self.empty = empty
 
 
-def raw_answer(data: Any, *, cost: float | None = None, deployment: str | None = None) -> RawAnswer:
-    """A `RawAnswer` from an OpenAI-shaped chat completion (dict or object); `NotAnAnswer`."""
+def raw_answer(
+    data: Any,
+    *,
+    cost: float | None = None,
+    deployment: str | None = None,
+    secrets: tuple[str | None, ...] = (),
+) -> RawAnswer:
+    """A `RawAnswer` from an OpenAI-shaped chat completion (dict or object); `NotAnAnswer`.
+    Its text is `model_text` (with `secrets`, the endpoint's keys, masked too)."""
     choices = _get(data, "choices")
     if choices is None:
         raise NotAnAnswer("response is not a chat completion (no 'choices')")
@@ -163,22 +197,38 @@ def raw_answer(data: Any, *, cost: float | None = None, deployment: str | None =
     message = _get(choice, "message")
     text = _get(message, "content") if message is not None else None
     if not isinstance(text, str):
-        text = "" if text is None else json.dumps(text)
+        text = "" if text is None else _json_text(text)
     usage = _get(data, "usage")
     finish = _get(choice, "finish_reason")
+    prompt = tokens(_get(usage, "prompt_tokens"))
+    completion = tokens(_get(usage, "completion_tokens"))
+    valid = prompt is not None and completion is not None
+    if cost is not None and not 0.0 <= cost < float("inf"):
+        cost, valid = None, False  # a negative or infinite price is not believed either
     return RawAnswer(
-        text=clean_text(text),
-        prompt_tokens=_int(_get(usage, "prompt_tokens")),
-        completion_tokens=_int(_get(usage, "completion_tokens")),
-        cached_tokens=cached_prompt_tokens(usage),
-        finish_reason=finish if isinstance(finish, str) else None,
+        text=model_text(text, secrets),
+        prompt_tokens=prompt or 0,
+        completion_tokens=completion or 0,
+        cached_tokens=cached_prompt_tokens(usage) if valid else 0,
+        finish_reason=strip_controls(finish) if isinstance(finish, str) else None,
         cost=cost,
         deployment=deployment,
-        tool_calls=tool_calls_of(message),
+        tool_calls=tool_calls_of(message, secrets),
+        usage_valid=valid,
     )
 
 
-def tool_calls_of(message: Any) -> tuple[ToolCall, ...]:
+def _json_text(value: Any) -> str:
+    """`value` (from a parsed answer) as JSON text; `NotAnAnswer` if it cannot be (too deep)."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except (orjson.JSONEncodeError, TypeError):
+        raise NotAnAnswer(
+            "the answer holds a value that is not JSON text (nested too deeply?)"
+        ) from None
+
+
+def tool_calls_of(message: Any, secrets: tuple[str | None, ...] = ()) -> tuple[ToolCall, ...]:
     """The native tool calls of an answer's message (OpenAI's `tool_calls`); malformed
     entries are skipped."""
     calls = _get(message, "tool_calls") if message is not None else None
@@ -192,13 +242,13 @@ def tool_calls_of(message: Any) -> tuple[ToolCall, ...]:
             continue
         arguments = _get(function, "arguments")
         if not isinstance(arguments, str):
-            arguments = json.dumps(arguments if arguments is not None else {})
+            arguments = _json_text(arguments if arguments is not None else {})
         call_id = _get(call, "id")
         out.append(
             ToolCall(
                 id=call_id if isinstance(call_id, str) else f"call_{i}",
-                name=clean_text(name),
-                arguments=clean_text(arguments),
+                name=model_text(name, secrets),
+                arguments=model_text(arguments, secrets),
             )
         )
     return tuple(out)

@@ -24,10 +24,10 @@ from moscopt.core.stats import mean_ci, repeats_half_width
 from moscopt.errors import UserError
 from moscopt.report.render import Block, render_html, render_markdown
 from moscopt.report.routing import routing_blocks
-from moscopt.report.sections import embed_images, extra_blocks, write_images
+from moscopt.report.sections import embed_images, extra_blocks, side_images, with_image
 from moscopt.report.tables import edits_table, evolution_table
 from moscopt.report.tables import fmt as _f
-from moscopt.run.fsio import atomic_write_bytes, atomic_write_text, iter_jsonl
+from moscopt.run.fsio import atomic_write_all, check_output_path, iter_jsonl, scrub
 from moscopt.run.history import CORE_KINDS, History
 from moscopt.run.ledger import LLMCall
 from moscopt.run.rundir import RunDir
@@ -75,18 +75,22 @@ def write_report(
 ) -> ReportResult:
     """Write the report (and its plot) for `run`; what was written and notes for the user.
 
-    A file `out` names (the page or its plot) that exists is overwritten only with `force`;
-    the run's own report (no `out`) always is."""
+    Every file it writes (the page, its plot, the views' images beside a Markdown page) is
+    made in memory first: with `out`, any of them that exists is overwritten only with `force`,
+    and an `out` that is a symbolic link or lies under a file is refused, before anything is
+    written; the run's own report (no `out`) is always overwritten. A write that fails removes
+    the files this call had created, so a failed report leaves no stray image."""
     state = run.load_state()
     history = History.load(run, state, kinds=CORE_KINDS | {"llm_call"})
     path = default_output(run, out, html_out)
+    if out is not None:
+        check_output_path(out)
+        check_output_path(path)
     plot_path = path.with_name(f"{path.stem}-curve.png")
-    if out is not None and not force:
-        for existing in (p for p in (path, plot_path) if p.exists()):
-            raise UserError("exists: pass --force to overwrite it", path=existing)
     curve = learning_curve(history)
     notes = list(history.warnings)
     png = draw_curve(curve)
+    files: dict[Path, bytes] = {}
     if png is None:
         notes.append(
             "matplotlib is not installed: report written without the learning-curve plot "
@@ -94,14 +98,20 @@ def write_report(
         )
         plot: Path | None = None
     else:
-        atomic_write_bytes(plot_path, png)
+        files[plot_path] = png
         plot = plot_path
     blocks = build_blocks(run, history, plot, now or datetime.now(UTC))
-    # the HTML page stands alone (images embedded); Markdown links PNGs written beside it
-    place = embed_images if html_out else write_images
-    blocks = place(blocks, path.parent, run.path.name)
+    if html_out:  # the page stands alone: every image embedded
+        blocks = embed_images(with_image(blocks, plot, png), path.parent)
+    else:  # Markdown links the PNGs written beside it
+        blocks, images = side_images(blocks, run.path.name)
+        files.update({path.parent / name: data for name, data in images.items()})
     text = render_html(blocks, run.path.name) if html_out else render_markdown(blocks)
-    atomic_write_text(path, text)
+    files[path] = scrub(text).encode("utf-8")
+    if out is not None and not force:
+        for existing in (p for p in files if p.exists() or p.is_symlink()):
+            raise UserError("exists: pass --force to overwrite it", path=existing)
+    atomic_write_all(files)
     return ReportResult(path, plot, notes)
 
 

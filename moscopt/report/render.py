@@ -1,17 +1,39 @@
-"""Rendering a report's blocks (headings, paragraphs, tables, images) as Markdown or HTML."""
+"""Rendering a report's blocks (headings, paragraphs, tables, images) as Markdown or HTML.
+
+Table cells hold text a model wrote (edit summaries, skill names from evolution): in Markdown
+each cell is escaped so that it renders as the literal text it is (`<script>`, `<img onerror>`,
+`![x](http://remote/image)`, links and emphasis stay text), and in both formats it loses
+terminal control sequences.
+"""
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
+
+from moscopt.run.fsio import strip_controls
 
 Block = tuple[Any, ...]  # ("h1"|"h2"|"p", text) | ("table", headers, rows) | ("img", alt, src)
 
 # -- renderers -----------------------------------------------------------------------------------
 
 
+# Markdown punctuation that makes inline markup in a cell (emphasis, code spans, the `](` or
+# `][` of a link or an image; HTML and entities are handled apart): backslash-escaped, which
+# CommonMark renders literally. A bracket alone (`[+0.1, +0.3]`) stays as it is.
+_MD_SPECIAL = re.compile(r"([\\`*_|~]|\](?=[(\[]))")
+
+
+def md_text(text: str) -> str:
+    """`text` as one line of literal Markdown: `&` and `<` as entities (no tag, no entity can
+    start; a lone `>` is text), Markdown punctuation backslash-escaped, controls removed."""
+    flat = " ".join(strip_controls(str(text)).split())
+    return _MD_SPECIAL.sub(r"\\\1", flat.replace("&", "&amp;").replace("<", "&lt;"))
+
+
 def _md_cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    return md_text(text)
 
 
 def render_markdown(blocks: list[Block]) -> str:
@@ -60,7 +82,9 @@ def render_html(blocks: list[Block], title: str) -> str:
         elif kind == "table":
             head = "".join(f"<th>{html.escape(h)}</th>" for h in block[1])
             rows = "".join(
-                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                "<tr>"
+                + "".join(f"<td>{html.escape(strip_controls(str(c)))}</td>" for c in row)
+                + "</tr>"
                 for row in block[2]
             )
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")

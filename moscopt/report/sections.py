@@ -345,19 +345,26 @@ def embed_images(blocks: list[Block], folder: Path, stem: str = "") -> list[Bloc
     return out
 
 
-def write_images(blocks: Sequence[Block], folder: Path, stem: str) -> list[Block]:
-    """For Markdown: the views' PNGs written beside the page as `<stem>-<name>` (the run's
-    name: reports of one run share them)."""
-    from moscopt.run.fsio import atomic_write_bytes
+def with_image(blocks: list[Block], plot: Path | None, png: bytes | None) -> list[Block]:
+    """`blocks` with the learning curve's image carrying its bytes (not read back from disk)."""
+    if plot is None or png is None:
+        return blocks
+    return [(*b, png) if b[0] == "img" and len(b) == 3 and b[2] == plot.name else b for b in blocks]
 
+
+def side_images(blocks: Sequence[Block], stem: str) -> tuple[list[Block], dict[str, bytes]]:
+    """For Markdown: the blocks linking the views' PNGs as `<stem>-<name>` (the run's name:
+    reports of one run share them), and those files' names and bytes, for the caller to check
+    and write beside the page."""
     out: list[Block] = []
+    files: dict[str, bytes] = {}
     for block in blocks:
         if block[0] == "img" and len(block) > 3:
             name = f"{stem}-{block[2]}"
-            atomic_write_bytes(folder / name, block[3])
+            files[name] = block[3]
             block = ("img", block[1], name)
         out.append(block)
-    return out
+    return out, files
 
 
 def _read(path: Path) -> bytes | None:

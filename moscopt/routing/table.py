@@ -41,7 +41,7 @@ from moscopt.run.fsio import read_text
 
 RULES_HEADING = "## Rules"
 _WORD_RE = re.compile(r"[^\W_]+")
-_NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # fullmatch: `$` passes a final newline
 _RULE_RE = re.compile(r"^(?:\d+\.\s+)?IF\s+(WORDS|TEXT)\s+(.*)$")
 _DEFAULT_RE = re.compile(r"^DEFAULT:\s*(.*)$")
 # Words too common to make a readable rule; precision alone would exclude most of them anyway.
@@ -271,7 +271,7 @@ def _skills_and_comment(
     names = tuple(n.strip() for n in listed.split(",") if n.strip())
     if not names:
         raise UserError("no skills listed", path=path, line=line)
-    bad = [n for n in names if not _NAME_RE.match(n)]
+    bad = [n for n in names if not _NAME_RE.fullmatch(n)]
     if bad:
         raise UserError(f"'{bad[0]}' is not a skill name", path=path, line=line)
     if len(set(names)) != len(names):

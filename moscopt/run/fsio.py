@@ -12,6 +12,7 @@ is private too (0600), and files elsewhere keep the usual 0644.
 Text written (files and log lines) never carries the value of a secret environment variable
 (`*_API_KEY` and the like, see `moscopt.lm.redact.scrub_secrets`). A write the disk refuses
 (full, read-only, no permission) is a `StorageError` naming the file: one line, exit code 1.
+Text a model wrote is shown and stored without terminal control sequences (`strip_controls`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,11 +113,70 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         f.write(data)
 
 
+def atomic_write_all(files: dict[Path, bytes]) -> None:
+    """Write each file atomically (a set of outputs: a page and its images); if one fails,
+    remove those this call created, then raise, so a failed command leaves no stray file."""
+    created: list[Path] = []
+    try:
+        for target, data in files.items():
+            existed = target.exists()
+            atomic_write_bytes(target, data)
+            if not existed:
+                created.append(target)
+    except BaseException:
+        for target in created:
+            with contextlib.suppress(OSError):
+                target.unlink()
+        raise
+
+
 def scrub(text: str) -> str:
     """`text` without the values of secret environment variables."""
     from moscopt.lm.redact import scrub_secrets
 
     return scrub_secrets(text)
+
+
+# C0 controls but tab and newline, DEL, C1 controls (ESC starts every terminal sequence)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# whole terminal sequences, removed first so no payload is left behind: OSC/DCS/APC/PM/SOS
+# strings (to BEL or ST), CSI sequences (ESC [ or C1 CSI), and two-character escapes
+_SEQUENCE = re.compile(
+    "(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\\\|\x9c)?"
+    "|(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    "|\x1b[ -~]?"
+)
+
+
+def strip_controls(text: str) -> str:
+    """`text` without terminal control characters: CR LF becomes LF, and every other C0/C1
+    control but newline and tab (ESC, BEL, CR, backspace, DEL...) is removed."""
+    if _CONTROL.search(text) is None:  # the common case: one scan, nothing to do
+        return text
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return _CONTROL.sub("", _SEQUENCE.sub("", text))
+
+
+def check_output_path(path: str | Path, *, replaced: bool = False) -> None:
+    """Refuse (`UserError`, exit 2, nothing touched) an output path the user named (`-o`) that
+    moscopt must not write through: a dangling symbolic link, a link to a file (an atomic
+    replace would swap the link itself for a file), any link when the path is `replaced` as a
+    whole (an export folder), or a path under something that is not a folder. A link to a
+    folder that is written into (`-o reports/` for a report) is fine."""
+    path = Path(path)
+    if path.is_symlink() and (replaced or not path.is_dir()):
+        what = "a dangling symbolic link" if not path.exists() else "a symbolic link"
+        raise UserError(
+            f"is {what} (to {os.readlink(path)!r}): moscopt does not write through or replace "
+            "links; remove it or choose another -o",
+            path=path,
+        )
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise UserError(f"cannot be written: {parent} is not a folder", path=path)
+            return
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -18,12 +18,18 @@ Consistency: `save` writes the checkpoint (if the pool changed), then `state.jso
 the checkpoint and the pool digest), then materializes `skills/`. Every file write is atomic, so
 a process killed at any instant leaves a state that names a complete checkpoint; `load_pool`
 restores `skills/` from it if the kill came before `skills/` was rewritten.
+
+State and ledger agree: each save records the length of `events.jsonl` and the SHA-256 of
+those bytes (hashed incrementally: a save reads only what was appended since the last one).
+Resuming, and every command that reads the history (`status`, `log`, `diff`, `report`), checks
+both first: a log lost, cut or rewritten since is one `UserError` (exit 2) before any call.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -36,7 +42,7 @@ from moscopt.core.skills import Pool
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text, storage
-from moscopt.run.ledger import Event, EventLog, read_events
+from moscopt.run.ledger import Event, EventLog, check_ledger, read_events
 from moscopt.run.state import RunState, SchemaTooNew, migrate
 
 STATE_FILE = "state.json"
@@ -53,6 +59,7 @@ class RunDir:
         self._events: EventLog | None = None
         self._lock_fd: int | None = None
         self._dumped: str | None = None  # digest of the pool this object last wrote to skills/
+        self._hashed: tuple[int, hashlib._Hash] | None = None  # events.jsonl bytes hashed so far
 
     # -- layout ----------------------------------------------------------------------------------
 
@@ -208,37 +215,61 @@ class RunDir:
                 state.checkpoint = self.write_checkpoint(pool, state.step)
                 state.pool_digest = digest
         state.events_bytes = self.events_path.stat().st_size if self.events_path.exists() else 0
+        state.events_sha256 = self._events_digest(state.events_bytes)
         atomic_write_json(self.state_path, state.model_dump(mode="json"))
         if pool is not None and digest != self._dumped:  # skills/ already holds this pool
             pool.dump(self.skills_dir, prune=True)
             self._dumped = digest
 
+    def _events_digest(self, size: int) -> str:
+        """SHA-256 of the first `size` bytes of events.jsonl (appended to since the last call:
+        only the new bytes are read)."""
+        start, hasher = self._hashed if self._hashed is not None else (0, hashlib.sha256())
+        if start > size:  # the log was cut (a rewind): hash it again
+            start, hasher = 0, hashlib.sha256()
+        if size > start:
+            with open(self.events_path, "rb") as f:
+                f.seek(start)
+                left = size - start
+                while left > 0 and (chunk := f.read(min(left, 1 << 20))):
+                    hasher.update(chunk)
+                    left -= len(chunk)
+        self._hashed = (size, hasher)
+        return hasher.hexdigest()
+
+    def check_events(self, state: RunState) -> None:
+        """A `UserError` (exit 2) if events.jsonl no longer agrees with `state`: lost, shorter
+        than it recorded, or not the bytes it hashed (see the module docstring)."""
+        check_ledger(self.events_path, state.events_bytes, state.events_sha256)
+
     def rewind_events(self, state: RunState) -> int:
         """Drop events logged after the last save (work that a resumed run redoes); bytes cut.
 
-        The kept log is read through once, so that a damaged line is a `UserError` before the
-        run spends any call (the trainer reads the log again later, mid-phase).
+        The kept log is checked against the state (length and digest) and read through once,
+        before anything is cut, so that a lost, rewritten or damaged log is a `UserError` before
+        the run spends any call (the trainer reads the log again later, mid-phase).
         """
+        read_events(self.events_path, state.events_bytes, sha256=state.events_sha256)
         if not self.events_path.exists():
             return 0
         size = self.events_path.stat().st_size
         if size <= state.events_bytes:
-            read_events(self.events_path)
             return 0
         with storage(self.events_path), open(self.events_path, "r+b") as f:
             f.truncate(state.events_bytes)
             f.flush()
             os.fsync(f.fileno())
         self._events = None
-        read_events(self.events_path)
+        self._hashed = None
         return size - state.events_bytes
 
     def read_events(
         self, state: RunState | None = None, kinds: Iterable[str] | None = None
     ) -> list[Event]:
-        """The saved events (up to `state.events_bytes`), only those of `kinds` if given."""
+        """The saved events (up to `state.events_bytes`), only those of `kinds` if given; a log
+        that no longer agrees with `state` is a `UserError` (see the module docstring)."""
         state = state or self.load_state()
-        return read_events(self.events_path, state.events_bytes, kinds)
+        return read_events(self.events_path, state.events_bytes, kinds, sha256=state.events_sha256)
 
     def load_checkpoint(self, name: str) -> Pool:
         path = self.checkpoints_dir / name

@@ -120,6 +120,7 @@ class RunState(_Record):
     pool_digest: str | None = None
     cursor: Cursor = Field(default_factory=Cursor)
     events_bytes: int = 0  # size of events.jsonl at the last save: later lines are redone work
+    events_sha256: str | None = None  # of those bytes (None: a run saved before it was kept)
     last_good_gate: dict[str, Any] | None = None  # gate restored after repeated parse failures
     gate_failure_rates: list[float] = Field(default_factory=list)
     epoch_accepted: dict[str, list[str]] = Field(default_factory=dict)  # summaries, per target

@@ -24,7 +24,7 @@ def user(text: str) -> Any:
 def test_a_type_error_in_our_code_surfaces_at_once(
     make_client: Any, server: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken_parse(data: Any) -> Any:
+    def broken_parse(data: Any, **_: Any) -> Any:
         return data["choices"][0] + 1  # a bug: dict + int
 
     monkeypatch.setattr(http_transport, "raw_answer", broken_parse)

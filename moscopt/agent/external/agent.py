@@ -5,9 +5,12 @@ package docstring). The rollout's `response` is the trajectory reflection reads:
 (stdout, or the answer file), then the tail of stderr and how the process ended; the grade is of
 the answer alone. A process that fails or times out is a rollout with `error` set, never a crash.
 
-Results are cached in the agent LM's response cache (when it has one), keyed by the command,
-the skill files written, the task and the sample index: a resumed or repeated step runs the
-agent again only for tasks it had not finished.
+Results are cached in the agent LM's response cache (when it has one and `agent.cache` is on),
+keyed by the command's identity (the command resolved, digests of the files it names: see
+`AgentCommand.identity`), the skill files written, the task and the sample index: a resumed or
+repeated step runs the agent again only for tasks it had not finished, and an edited agent is
+run again. The agent sees only the environment `moscopt.agent.external.environment` allows; its
+answer file is read at most `ANSWER_BYTES` from its end.
 """
 
 from __future__ import annotations
@@ -17,14 +20,17 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.agent.external.command import AgentCommand, task_file
+from moscopt.agent.external.environment import agent_environment
 from moscopt.agent.external.process import ProcessResult, run_process
 from moscopt.agent.external.workspace import materialise, workdir
 from moscopt.agent.harness import Rollout
 from moscopt.agent.skill_agent import SkillAgent
 from moscopt.lm.redact import redact
+from moscopt.lm.wire import model_text
 from moscopt.run.fsio import canonical_json
 
 if TYPE_CHECKING:
@@ -34,7 +40,8 @@ if TYPE_CHECKING:
     from moscopt.lm.base import LM, Message
     from moscopt.routing.gate import Router
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the command's identity resolves {cwd} and digests the agent's files
+ANSWER_BYTES = 64 * 1024  # of the answer file, from its end
 STDERR_CHARS = 1500  # of stderr in the trajectory
 ANSWER_CHARS = 2500  # of the answer in the trajectory (the grade sees all of it)
 ERROR_CHARS = 300
@@ -55,6 +62,7 @@ class ExternalAgent(SkillAgent):
     ) -> None:
         super().__init__(lm, benchmark, pool, router, progressive_disclosure=progressive_disclosure)
         self.command = command
+        self._identity: dict[str, object] | None = None  # computed once per agent
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     @classmethod
@@ -106,7 +114,7 @@ class ExternalAgent(SkillAgent):
     async def solve(self, task: Task, skills: Sequence[Skill], *, sample: int) -> dict[str, Any]:
         """The agent's result for `task` with `skills` in its folder (cached, see above)."""
         key = self._key(task, skills, sample)
-        cache = getattr(self.lm, "cache", None)
+        cache = getattr(self.lm, "cache", None) if self.command.cache else None
         if cache is not None:
             hit = cache.get(key)
             if hit is not None:
@@ -134,12 +142,17 @@ class ExternalAgent(SkillAgent):
         data = {
             "v": CACHE_FORMAT,
             "kind": "external-agent",
-            "command": self.command.identity(),
+            "command": self._command_identity(),
             "skills": [s.dumps() for s in skills],
             "task": task.prompt,
             "sample": sample,
         }
         return hashlib.sha256(canonical_json(data).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _command_identity(self) -> dict[str, object]:
+        if self._identity is None:
+            self._identity = self.command.identity()
+        return self._identity
 
     async def _run_once(self, task: Task, skills: Sequence[Skill], sample: int) -> dict[str, Any]:
         cmd = self.command
@@ -158,7 +171,7 @@ class ExternalAgent(SkillAgent):
                 "answer_file": str(answer_path) if answer_path is not None else "",
             }
             env = {
-                **os.environ,
+                **agent_environment(cmd.env),
                 "MOSCOPT_TASK_ID": task.id,
                 "MOSCOPT_SAMPLE": str(sample),
                 "MOSCOPT_WORKDIR": str(root),
@@ -175,8 +188,21 @@ class ExternalAgent(SkillAgent):
                 return {"spawn_error": True, "error": f"could not start the agent: {e}"[:300]}
             answer = None
             if answer_path is not None and answer_path.is_file():
-                answer = answer_path.read_bytes()[-64 * 1024 :].decode("utf-8", errors="replace")
+                answer = read_tail(answer_path, ANSWER_BYTES)
         return _result(proc, answer, cmd.answer_file)
+
+
+def read_tail(path: Path, limit: int) -> str | None:
+    """The last `limit` bytes of `path` as text (never more read, however large the file);
+    None if it cannot be read."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - limit))
+            data = f.read(limit)
+    except OSError:
+        return None
+    return data.decode("utf-8", errors="replace")
 
 
 def _result(proc: ProcessResult, answer: str | None, answer_file: str | None) -> dict[str, Any]:
@@ -190,15 +216,20 @@ def _result(proc: ProcessResult, answer: str | None, answer_file: str | None) ->
         error = error or f"the agent wrote no answer file ({answer_file})"
         answer = ""  # never graded on stdout when the answer is a file
     return {
-        "stdout": redact(proc.stdout),
-        "stderr": redact(proc.stderr),
-        "answer": redact(answer) if answer is not None else None,
+        "stdout": _clean(proc.stdout),
+        "stderr": _clean(proc.stderr),
+        "answer": _clean(answer) if answer is not None else None,
         "returncode": proc.returncode,
         "timed_out": proc.timed_out,
         "elapsed": round(proc.elapsed, 3),
         "truncated": proc.truncated,
-        "error": redact(error)[:ERROR_CHARS] if error else None,
+        "error": _clean(error)[:ERROR_CHARS] if error else None,
     }
+
+
+def _clean(text: str) -> str:
+    """The agent's text without secrets or terminal control sequences (see `model_text`)."""
+    return model_text(redact(text))
 
 
 def _answer_text(result: dict[str, Any]) -> str:

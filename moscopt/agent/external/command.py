@@ -6,12 +6,20 @@ holding it, `{workdir}` the task's working folder, `{skills_dir}` the first skil
 `{answer_file}` the answer file's path, `{cwd}` the folder moscopt was started in (your
 project: for a script of yours, `python3 {cwd}/my_agent.py`). Without `{task}` or `{task_file}`
 the task is written to the command's stdin. A string command is split as a shell would split
-it (`shlex.split`).
+it (`shlex.split`). Placeholders are filled in one pass: braces in the values (a task that
+mentions `{cwd}`) are never expanded again.
+
+`identity()` is what the result cache keys on: the command with `{cwd}` resolved and its
+program found on PATH, and a SHA-256 of each file it names (the program, a script argument):
+two projects with different agent scripts at the same relative path never share answers, and
+an edited agent is run again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
@@ -25,7 +33,9 @@ if TYPE_CHECKING:
     from moscopt.config import AgentConfig
 
 PLACEHOLDERS = ("{task}", "{task_file}", "{workdir}", "{skills_dir}", "{answer_file}", "{cwd}")
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
 TASK_FILE = "TASK.md"
+DIGEST_BYTES = 64 * 1024 * 1024  # files named by the command larger than this: size and mtime
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,8 @@ class AgentCommand:
     answer_file: str | None = None
     parallel: int = 4
     cwd: str = ""  # where moscopt was started: the `{cwd}` placeholder
+    env: tuple[str, ...] = ()  # `agent.env`: the variables it sees beyond the basic ones
+    cache: bool = True  # `agent.cache`: replay finished tasks from the response cache
 
     @classmethod
     def from_config(cls, agent: AgentConfig) -> AgentCommand:
@@ -70,6 +82,8 @@ class AgentCommand:
             answer_file=agent.answer_file,
             parallel=agent.parallel,
             cwd=cwd,
+            env=tuple(agent.env),
+            cache=agent.cache,
         )
 
     @property
@@ -79,26 +93,46 @@ class AgentCommand:
     def render(self, values: Mapping[str, str]) -> list[str]:
         """The argument list with the placeholders filled from `values` (keys without braces)."""
         values = {"cwd": self.cwd, **values}
-        out = []
-        for arg in self.argv:
-            for ph in PLACEHOLDERS:
-                if ph in arg:
-                    arg = arg.replace(ph, values.get(ph[1:-1], ""))
-            out.append(arg)
-        return out
+        return [
+            _PLACEHOLDER.sub(lambda m: values.get(m.group(0)[1:-1], ""), arg) for arg in self.argv
+        ]
 
     def identity(self) -> dict[str, object]:
-        """What about the command determines its answers (part of the result cache key)."""
+        """What about the command determines its answers (part of the result cache key): the
+        command with `{cwd}` filled and its program resolved, the files it names (digests),
+        where skills and the answer go, and which variables it sees."""
+        argv = [a.replace("{cwd}", self.cwd) for a in self.argv]
+        program = shutil.which(argv[0], path=os.environ.get("PATH")) or argv[0]
+        program = os.path.realpath(program) if os.path.isfile(program) else program
+        files = {a: file_digest(a, self.cwd) for a in [program, *argv[1:]]}
         return {
-            "argv": list(self.argv),
+            "argv": [program, *argv[1:]],
+            "files": {name: digest for name, digest in files.items() if digest is not None},
             "skills_paths": list(self.skills_paths),
             "answer_file": self.answer_file,
+            "env": sorted(self.env),
         }
 
 
 def describe(argv: Sequence[str]) -> str:
     """The command as one line for messages."""
     return shlex.join(list(argv))[:200]
+
+
+def file_digest(arg: str, cwd: str) -> str | None:
+    """The SHA-256 of the file `arg` names (relative to `cwd`), None if it names no file.
+    A file past `DIGEST_BYTES` is identified by its size and modification time instead."""
+    path = Path(cwd, arg) if cwd else Path(arg)
+    try:
+        if not path.is_file():
+            return None
+        stat = path.stat()
+        if stat.st_size > DIGEST_BYTES:
+            return f"size={stat.st_size},mtime={stat.st_mtime_ns}"
+        with path.open("rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except (OSError, ValueError):
+        return None
 
 
 def task_file(workdir: Path) -> Path:

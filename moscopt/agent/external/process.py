@@ -1,7 +1,9 @@
 """Run one external-agent process: bounded output, a wall-clock timeout, its whole group killed.
 
-The process starts in its own session (process group); on timeout the group gets SIGTERM, then
-SIGKILL after `GRACE` seconds, so helpers the agent spawned do not outlive the task. stdout and
+The process starts in its own session (process group) under `moscopt.agent.external.reaper`, which
+kills whatever the command started when it ends, even a daemon that left the group with
+`setsid`; on timeout the group gets SIGTERM, then SIGKILL after `GRACE` seconds, so helpers the
+agent spawned do not outlive the task. stdout and
 stderr are read as they come (a chatty agent never blocks on a full pipe) and only their last
 `limit` bytes are kept.
 """
@@ -12,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +23,7 @@ from pathlib import Path
 GRACE = 2.0  # seconds between SIGTERM and SIGKILL on timeout
 LIMIT = 64 * 1024  # bytes of stdout (and of stderr) kept
 _CHUNK = 65536
+REAPER = str(Path(__file__).with_name("reaper.py"))
 
 
 @dataclass(frozen=True)
@@ -63,10 +67,15 @@ async def run_process(
     timeout: float,
     env: Mapping[str, str] | None = None,
     limit: int = LIMIT,
+    reap: bool = True,
 ) -> ProcessResult:
     """Run `argv` in `cwd`, `stdin` written to it (None: no stdin); never raises for what the
-    process does (a missing program is `FileNotFoundError`, checked before training starts)."""
+    process does (a missing program is `FileNotFoundError`, or under the reaper exit status
+    127 with the reason on stderr; it is checked before training starts). `reap`: run under
+    `moscopt.agent.external.reaper` (Linux), so that nothing it starts outlives it."""
     start = time.monotonic()
+    if reap and sys.platform.startswith("linux"):
+        argv = [sys.executable, "-I", REAPER, *argv]
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=str(cwd),
