@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from moscopt.core.skills import DESCRIPTION_MAX, Skill, clean_description, string_metadata
+from moscopt.core.skill_format import DESCRIPTION_MAX, clean_description, string_metadata
+from moscopt.core.skills import Skill
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Splits

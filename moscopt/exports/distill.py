@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from moscopt.core.skills import DESCRIPTION_MAX, Pool, Skill, clean_description
+from moscopt.core.skill_format import DESCRIPTION_MAX, clean_description
+from moscopt.core.skills import Pool, Skill
 from moscopt.errors import RunFailed
 from moscopt.routing.gate import fallback_top_k
 
@@ -60,7 +61,7 @@ def parse_distilled(data: Any, merged: Sequence[str]) -> Skill:
     """A valid `Skill` from the model's JSON; `ValueError` (with the reason) otherwise."""
     import json
 
-    from moscopt.core.skills import slugify
+    from moscopt.core.skill_format import slugify
 
     if isinstance(data, str):
         data = json.loads(data)

@@ -12,10 +12,16 @@ bound: price of the prompt (at ~3 characters per token) plus `max_tokens` of out
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from moscopt.lm.errors import BudgetExceeded
+
+if TYPE_CHECKING:
+    from moscopt.lm.base import LMRequest
+    from moscopt.lm.wire import RawAnswer
 
 
 @dataclass
@@ -110,3 +116,20 @@ class Budget:
     @property
     def limited(self) -> bool:
         return self.max_calls is not None or self.max_cost is not None
+
+
+def estimated_usage(raw: RawAnswer, request: LMRequest) -> RawAnswer:
+    """`raw` with token counts its server did not report believably (see `RawAnswer.usage_valid`)
+    estimated as the budget's bound does (~3 characters per token, at most `max_tokens` of
+    output), never below what was reported. A server cannot slip a call past `max_cost` by
+    reporting nothing or less than 0."""
+    chars = sum(len(m["content"]) for m in request.messages)
+    return dataclasses.replace(
+        raw,
+        prompt_tokens=max(raw.prompt_tokens, chars // 3 + 1),
+        completion_tokens=max(
+            raw.completion_tokens, min(len(raw.text) // 3 + 1, request.max_tokens)
+        ),
+        cached_tokens=0,
+        cost=None,
+    )

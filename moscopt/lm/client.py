@@ -23,7 +23,7 @@ from typing import Any
 from moscopt.config import LLMConfig, SamplingConfig
 from moscopt.lm.base import Completion, LMRequest, Message, ToolRequest, Usage, check_messages
 from moscopt.lm.batch import waits_in_batch
-from moscopt.lm.budget import Budget, LMStats, Reservation
+from moscopt.lm.budget import Budget, LMStats, Reservation, estimated_usage
 from moscopt.lm.cache import ResponseCache
 from moscopt.lm.endpoint import make_transport
 from moscopt.lm.errors import LMError
@@ -32,7 +32,7 @@ from moscopt.lm.legacy import legacy_key
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
 from moscopt.lm.pricing import Pricing
 from moscopt.lm.retry import Fault, RetryPolicy, final_error
-from moscopt.lm.structured import OutputInvalid, check_schema, parse_structured, with_data
+from moscopt.lm.structured import check_schema, parses, with_data
 from moscopt.lm.sync import LoopThread
 from moscopt.lm.transport import Transport
 from moscopt.lm.wire import RawAnswer
@@ -275,7 +275,7 @@ class LiteLLMClient:
             found = self.cache.migrate(request.key(), legacy_key(request, self.api_base))
         if found is None:
             return None
-        if request.schema is not None and not _parses(found.text, request.schema):
+        if request.schema is not None and not parses(found.text, request.schema):
             # kept by a version that cached unparsed answers: drop it and ask again
             self.cache.discard(request.key())
             return None
@@ -386,28 +386,3 @@ class LiteLLMClient:
             record["deployment"] = completion.deployment
         record.update(extra)
         self.events(record)
-
-
-def estimated_usage(raw: RawAnswer, request: LMRequest) -> RawAnswer:
-    """`raw` with token counts its server did not report believably (see `RawAnswer.usage_valid`)
-    estimated as the budget's bound does (~3 characters per token, at most `max_tokens` of
-    output), never below what was reported. A server cannot slip a call past `max_cost` by
-    reporting nothing or less than 0."""
-    chars = sum(len(m["content"]) for m in request.messages)
-    return dataclasses.replace(
-        raw,
-        prompt_tokens=max(raw.prompt_tokens, chars // 3 + 1),
-        completion_tokens=max(
-            raw.completion_tokens, min(len(raw.text) // 3 + 1, request.max_tokens)
-        ),
-        cached_tokens=0,
-        cost=None,
-    )
-
-
-def _parses(text: str, schema: Mapping[str, Any]) -> bool:
-    try:
-        parse_structured(text, schema)
-    except OutputInvalid:
-        return False
-    return True

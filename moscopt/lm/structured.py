@@ -89,3 +89,12 @@ def check_schema(schema: Mapping[str, Any]) -> None:
 def _jsonschema() -> Any:
     # Imported on first use (only structured calls need it); jsonschema comes with litellm.
     return importlib.import_module("jsonschema")
+
+
+def parses(text: str, schema: Mapping[str, Any]) -> bool:
+    """Whether `text` is a valid structured answer for `schema`."""
+    try:
+        parse_structured(text, schema)
+    except OutputInvalid:
+        return False
+    return True

@@ -30,7 +30,8 @@ from typing import Any, TypeVar
 
 from moscopt.config import Config
 from moscopt.core.prompting import render
-from moscopt.core.skills import Pool, Skill, clean_description, slugify
+from moscopt.core.skill_format import clean_description, slugify
+from moscopt.core.skills import Pool, Skill
 from moscopt.lm.base import LM
 from moscopt.lm.errors import LMFatalError, LMOutputError, LMRequestError
 from moscopt.optimizer.policies.evolution_selection import EvolutionSelection

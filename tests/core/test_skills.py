@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moscopt.core.skills import GATE_NAME, Pool, Skill, is_valid_name, slugify
+from moscopt.core.skill_format import is_valid_name, slugify
+from moscopt.core.skills import GATE_NAME, Pool, Skill
 from moscopt.errors import UserError
 
 

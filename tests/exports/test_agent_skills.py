@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from export_env import Trained
 
-from moscopt.core.skills import DESCRIPTION_MAX, Pool, Skill, clean_description, string_metadata
+from moscopt.core.skill_format import DESCRIPTION_MAX, clean_description, string_metadata
+from moscopt.core.skills import Pool, Skill
 from moscopt.exports.agent_skills import ROUTER_SKILL, with_hint
 
 

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from moscopt.cli import app
-from moscopt.core.skills import Pool, Skill, is_valid_name, slugify
+from moscopt.core.skill_format import is_valid_name, slugify
+from moscopt.core.skills import Pool, Skill
 from moscopt.lm.base import LMRequest
 from moscopt.report.render import md_text, render_markdown
 from moscopt.testing import FakeLM
