@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from moscopt.evaluate import run_tasks
 from moscopt.ledger import Decision, Validation
 from moscopt.lm.batch import can_wait, wave_concurrency
-from moscopt.policies.acceptance import Acceptance, Verdict, make_acceptance
+from moscopt.policies.acceptance import Acceptance, Direction, Verdict, make_acceptance
 
 if TYPE_CHECKING:
     from moscopt.engine.context import Context
@@ -29,7 +29,10 @@ class Validator:
         self.ctx = ctx
         cfg = ctx.config.optimizer
         self.policy = policy or make_acceptance(
-            cfg.acceptance, confidence=cfg.confidence, max_samples=cfg.max_val_samples
+            cfg.acceptance,
+            confidence=cfg.confidence,
+            max_samples=cfg.max_val_samples,
+            margin=cfg.margin,
         )
         self._rewards: dict[str, list[float]] = {}
 
@@ -78,7 +81,7 @@ class Validator:
         incumbent: Pool,
         candidate: Pool,
         *,
-        direction: Literal["better", "not_worse"] = "better",
+        direction: Direction = "better",
     ) -> Verdict:
         async def of_incumbent(s: int) -> Sequence[float]:
             return await self.rewards(incumbent, s)

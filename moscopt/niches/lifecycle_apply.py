@@ -1,5 +1,5 @@
 """Applying one lifecycle operator: ask for the new skill (fork, merge, seed), build the
-candidate pool, validate it (`not_worse`), record a `lifecycle` event, and on acceptance update
+candidate pool, validate it (`non_inferior`), record a `lifecycle` event, and on acceptance update
 the pool and the statistics (see `moscopt.niches.lifecycle`)."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ async def apply_op(ctx: Context, validator: Validator, op: Op) -> bool:
     removed = set(op.skills) if op.kind in ("prune", "merge") else set()
     kept = tuple(x for x in old if x.name not in removed)
     pool = Pool(skills=(*kept, *((child,) if child else ())), gate=old.gate)
-    verdict = await validator.decide(old, pool, direction="not_worse")
+    verdict = await validator.decide(old, pool, direction="non_inferior")
     checkpoint = None
     if verdict.accepted:
         ctx.renew(old, pool, [child.name] if child is not None else [])
