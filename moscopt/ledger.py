@@ -222,6 +222,28 @@ class LifecycleEvent(_Where):
     decision: Decision | None = None
 
 
+class CertificateEvent(BaseEvent):
+    """The end of a run: its final pool against the pool it started from, on tasks no decision
+    saw, paired per task (`moscopt.engine.certificate`)."""
+
+    type: Literal["certificate"] = "certificate"
+    verdict: Literal["better", "no detectable difference", "worse", "skipped"]
+    split: str = ""  # "test", or "val (held out)": validation tasks no decision used
+    tasks: int = 0
+    samples: int = 0  # sample indices per task
+    seed_pool: str = ""  # digest[:12]
+    final_pool: str = ""
+    seed_score: float | None = None
+    final_score: float | None = None
+    mean_diff: float | None = None  # final - seed, mean over the tasks
+    low: float | None = None  # 95% interval of mean_diff
+    high: float | None = None
+    p_value: float | None = None  # two-sided, exact (sign flips of the per-task differences)
+    detectable: float | None = None  # the smallest |mean_diff| the verdict could call a change
+    seed_checkpoint: str | None = None  # what `moscopt export` can hand back
+    reason: str = ""  # why skipped
+
+
 Event = Annotated[
     TrainStart
     | Validation
@@ -234,14 +256,15 @@ Event = Annotated[
     | Notice
     | TransferEvent
     | Dreamed
-    | LifecycleEvent,
+    | LifecycleEvent
+    | CertificateEvent,
     Field(discriminator="type"),
 ]
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 POOL_CHANGES = frozenset({"edit", "evolution", "gate_restored", "lifecycle"})
 # What the inspection commands read; `llm_call` and `rollout` lines are the bulk of a log.
 CORE_KINDS = frozenset(
-    {"train_start", "edit", "evolution", "gate_restored", "lifecycle", "validation"}
+    {"train_start", "edit", "evolution", "gate_restored", "lifecycle", "validation", "certificate"}
 )
 _TYPE = re.compile(rb'"type": *"([a-z_]+)"')
 

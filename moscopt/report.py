@@ -273,6 +273,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
                 ["N / K", f"{config.pool.n} / {config.pool.k}"],
                 ["epochs / steps", f"{state.epoch} / {state.step}"],
                 ["validation score", f"{_f(first)} -> {_f(final)} (best {_f(best)})"],
+                ["certificate (held-out tasks)", _certificate_cell(run, history)],
                 [
                     "edits",
                     ", ".join(f"{counts[k]} {k}" for k in sorted(counts)) or "none",
@@ -379,3 +380,14 @@ def _since(history: History, name: str) -> str:
         if name in v.pool or (name == "gate" and v.pool.gate is not None):
             return "start" if v.step is None else f"step {v.step}"
     return "-"
+
+
+def _certificate_cell(run: RunDir, history: History) -> str:
+    """The run's last certificate line (final vs seed pool on held-out tasks), or why none."""
+    from moscopt.engine.certificate import line
+    from moscopt.ledger import CertificateEvent
+
+    found = [e for e in history.events if isinstance(e, CertificateEvent)]
+    if not found:
+        return "none (the run has not ended, or ran with --no-certificate)"
+    return line(found[-1], run).removeprefix("certificate: ")

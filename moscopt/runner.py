@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from moscopt.evaluate import EvalResult
     from moscopt.gating import GateStats
     from moscopt.harness import Rollout
+    from moscopt.ledger import CertificateEvent
     from moscopt.state import RunState
 
 # Flags that may change when a run resumes (operational); anything else must match the frozen
@@ -48,6 +49,7 @@ RESUMABLE = (
     "llm.timeout",
     "llm.max_retries",
     "llm.max_error_rate",
+    "training.certificate_samples",  # the end-of-run certificate takes no decision
 )
 
 
@@ -58,6 +60,7 @@ class TrainOutcome:
     after: float | None
     resumed: bool
     changed: bool = True  # False: training kept the starting pool (no edit or evolution kept)
+    certificate: CertificateEvent | None = None  # final vs seed pool on held-out tasks
 
 
 def default_run_path(config: Config, root: Path, benchmark: str) -> Path:
@@ -191,7 +194,11 @@ def _train(
     before = (
         first if first is not None else (final.val_history[0].score if final.val_history else None)
     )
-    return TrainOutcome(run, before, final.cursor.best_val, resumed, _changed(run, final))
+    from moscopt.engine.certificate import latest
+
+    certificate = latest(run, final) if config.training.certificate_samples else None
+    changed = _changed(run, final)
+    return TrainOutcome(run, before, final.cursor.best_val, resumed, changed, certificate)
 
 
 def _changed(run: RunDir, state: Any) -> bool:

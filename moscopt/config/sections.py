@@ -185,3 +185,7 @@ class TrainingConfig(Section):
         None, ge=1, description="cap on skill-editing minibatches per epoch (None: all)"
     )
     interleave: bool = True  # False: the "simultaneous updates" ablation
+    # the certificate at the end of a run (moscopt.engine.certificate): the final pool against
+    # the starting pool on held-out tasks, this many sample indices per task; 0: no certificate
+    # (`moscopt train --no-certificate`)
+    certificate_samples: int = Field(1, ge=0, le=20, description="0 turns the certificate off")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from moscopt.engine.certificate import certify
 from moscopt.engine.context import Context, ProgressFn
 from moscopt.engine.editing import Editor
 from moscopt.engine.evolution_phase import end_epoch, evolve
@@ -108,6 +109,8 @@ class Trainer:
                     await self.start_phase("skills")
                 else:
                     ctx.save()
+        if ctx.config.training.certificate_samples:
+            await certify(ctx)  # recorded once per final pool: a resumed run does not pay twice
         s.status = "done"
         s.phase = ctx.cursor.phase = "done"
         ctx.save()

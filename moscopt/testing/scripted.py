@@ -39,8 +39,10 @@ def tasks(prefix: str, n: int) -> list[Task]:
     ]
 
 
-def splits(n_train: int = 4, n_val: int = 4) -> Splits:
-    return Splits(train=tasks("train", n_train), val=tasks("val", n_val), test=tasks("test", 2))
+def splits(n_train: int = 4, n_val: int = 4, n_test: int = 2) -> Splits:
+    return Splits(
+        train=tasks("train", n_train), val=tasks("val", n_val), test=tasks("test", n_test)
+    )
 
 
 def gold_of(prompt: str) -> str:
