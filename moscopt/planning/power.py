@@ -13,6 +13,7 @@ more tasks would buy. Deterministic (a fixed seed); a few hundred milliseconds.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from moscopt.policies.acceptance import SequentialSignFlip
 
@@ -31,8 +32,7 @@ def acceptance_rate(
         test = SequentialSignFlip(1.0 - confidence, max_samples)
         for _ in range(max_samples):
             diffs = [
-                float(rng.random() < BASE + gain) - float(rng.random() < BASE)
-                for _ in range(tasks)
+                float(rng.random() < BASE + gain) - float(rng.random() < BASE) for _ in range(tasks)
             ]
             look = test.look(diffs)
             if look.outcome != "open":
@@ -49,21 +49,32 @@ def detectable_gain(tasks: int, max_samples: int, confidence: float) -> float | 
     return None
 
 
-def power_lines(tasks: int, max_samples: int, confidence: float, margin: float) -> list[str]:
-    """What `moscopt plan` says about the decisions' power and the non-inferiority margin."""
-    out = []
+def power_summary(tasks: int, max_samples: int, confidence: float, margin: float) -> dict[str, Any]:
+    """The plan's power figures (`moscopt plan --json`: "power")."""
     here, more = (detectable_gain(n, max_samples, confidence) for n in (tasks, 2 * tasks))
+    return {
+        "val_tasks": tasks,
+        "max_val_samples": max_samples,
+        "detectable_gain": here,  # accepted at least half the time (None: not even +0.5)
+        "detectable_gain_with_twice_the_tasks": more,
+        "margin": margin,
+        "assumes": "0/1 rewards at 0.5, independent draws per task and sample",
+    }
+
+
+def power_lines(power: dict[str, Any]) -> list[str]:
+    """What `moscopt plan` says about the decisions' power and the non-inferiority margin."""
 
     def said(gain: float | None) -> str:
         return f"+{gain:.2f}" if gain is not None else "no gain up to +0.5"
 
-    out.append(
-        f"power: with |V|={tasks} and up to {max_samples} sample(s) per decision, an edit is "
-        f"accepted at least half the time from a true gain of {said(here)} (0/1 rewards, "
-        f"independent draws); {2 * tasks} validation tasks: {said(more)}"
-    )
-    out.append(
-        f"evolution, gate restoration and lifecycle changes are kept only when the evidence "
-        f"bounds their loss within optimizer.margin = {margin:g} (non-inferiority)"
-    )
-    return out
+    tasks, samples = power["val_tasks"], power["max_val_samples"]
+    return [
+        f"power: with |V|={tasks} and up to {samples} sample(s) per decision, an edit is accepted "
+        f"at least half the time from a true gain of {said(power['detectable_gain'])} (0/1 "
+        f"rewards, independent draws); {2 * tasks} validation tasks: "
+        f"{said(power['detectable_gain_with_twice_the_tasks'])}",
+        "evolution, gate restoration and lifecycle changes are kept only when the evidence bounds "
+        f"their loss within optimizer.margin = {power['margin']:g} (non-inferiority: identical "
+        "answers need about 40 paired observations at 0.1)",
+    ]
