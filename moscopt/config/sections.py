@@ -72,6 +72,7 @@ class RouterConfig(Section):
 
 class CreditConfig(Section):
     beta: float = Field(0.3, gt=0.0, le=1.0, description="EMA coefficient of Q-scores")
+    q_prior: float = Field(0.5, ge=0.0, le=1.0, description="Q of a skill before its first batch")
     c_min: int = Field(5, ge=0, description="activations before a skill is ranked")
     synergy_protect: int = Field(3, ge=0, description="pairs with C(i,j) above this are protected")
 
