@@ -260,9 +260,9 @@ def evaluate(
     from moscopt.export import Deployment, open_export, open_run_export
     from moscopt.lm.batch import can_wait, wave_concurrency
 
-    if mode not in ("none", "mixture", "static", "distilled", "router", "agents"):
+    if mode not in ("none", "mixture", "static", "topq", "distilled", "router", "agents"):
         raise UserError(
-            f"unknown mode '{mode}' (none, mixture, static, distilled, router or agents)",
+            f"unknown mode '{mode}' (none, mixture, static, topq, distilled, router or agents)",
             field="mode",
         )
     if split not in ("train", "val", "test", "all"):  # before any data is loaded
@@ -275,7 +275,7 @@ def evaluate(
     deployment: Deployment | None = None
     if mode != "none" and export_path is not None:
         deployment = open_export(export_path, mode)
-    elif mode in ("static", "distilled", "router", "agents"):
+    elif mode in ("static", "topq", "distilled", "router", "agents"):
         if run is None:
             raise UserError(
                 f"--mode {mode} needs --run DIR (with a {mode} export) or --export PATH",

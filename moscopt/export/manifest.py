@@ -18,8 +18,8 @@ from moscopt.validation import user_error
 
 MANIFEST_FILE = "moscopt-export.json"
 FORMAT = 1
-Mode = Literal["mixture", "static", "distilled", "router", "agents"]
-MODES: tuple[Mode, ...] = ("mixture", "static", "distilled", "router", "agents")
+Mode = Literal["mixture", "static", "topq", "distilled", "router", "agents"]
+MODES: tuple[Mode, ...] = ("mixture", "static", "topq", "distilled", "router", "agents")
 
 
 class _Model(BaseModel):
