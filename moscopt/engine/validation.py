@@ -4,6 +4,11 @@ of the acceptance policy between an incumbent pool and a candidate.
 Rewards are cached per (pool, gate view, sample index), so an incumbent is never paid twice: every
 decision against the same incumbent reuses its samples (and the LM's response cache makes a
 resumed run's re-validation free). Every evaluated sample is a `validation` event.
+
+`first_sample` shifts the sample indices asked of the LM: a decision's sample s is the LM's
+sample `first_sample + s`. The stream replays tasks its pool has just answered live (sample 0),
+so it starts at 1: the incumbent is measured on fresh samples, not read back from the cache as
+the very answers whose failures triggered the edit.
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ if TYPE_CHECKING:
 class Validator:
     """Scores pools on the validation split and decides between them."""
 
-    def __init__(self, ctx: Context, policy: Acceptance | None = None) -> None:
+    def __init__(
+        self, ctx: Context, policy: Acceptance | None = None, *, first_sample: int = 0
+    ) -> None:
         self.ctx = ctx
+        self.first_sample = first_sample
         cfg = ctx.config.optimizer
         self.policy = policy or make_acceptance(
             cfg.acceptance,
@@ -46,6 +54,7 @@ class Validator:
 
     async def rewards(self, pool: Pool, sample: int = 0) -> list[float]:
         """The reward of each validation task (in split order) for sample index `sample`."""
+        sample += self.first_sample
         key = self._key(pool, sample)
         cached = self._rewards.get(key)
         if cached is not None:

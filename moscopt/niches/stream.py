@@ -8,7 +8,8 @@ evidence; every `lifecycle_every` chunks, with `evolution.policy: lifecycle`, on
 cycle; every `memory_every` chunks, long-term memory is condensed and the step and rejection
 buffers cleared (training does this once per epoch). There is no validation split: a candidate
 edit or lifecycle change is decided by the acceptance policy on a replay of the last `window`
-stream tasks already answered (this chunk's included).
+stream tasks already answered (this chunk's included), from sample index 1: the incumbent is
+measured afresh, never on the live answers (sample 0) whose failures triggered the edit.
 
 Resumable like training: the state is saved after every decision, with the cursor saying how
 many chunks are done and whether the current one is rolled out and credited.
@@ -50,7 +51,7 @@ class Stream:
         order = list(ctx.splits.train)
         self.chunks: list[list[Task]] = [order[i : i + size] for i in range(0, len(order), size)]
         budget = EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, len(self.chunks)))
-        self.validator = Validator(ctx)
+        self.validator = Validator(ctx, first_sample=1)  # see `replay_on`
         self.editor = Editor(ctx, self.validator, budget)
         self.gate = GatePhase(ctx, self.validator, self.editor)
         self.skills = SkillsPhase(ctx, self.editor, self.gate)
@@ -105,7 +106,8 @@ class Stream:
         """Decide this chunk's candidates by replaying `tasks` (a fresh reward cache)."""
         ctx = self.ctx
         ctx.val_tasks = list(tasks)
-        self.validator = Validator(ctx, self.validator.policy)
+        # sample 0 of these tasks is what the live pool answered: decide on fresh samples
+        self.validator = Validator(ctx, self.validator.policy, first_sample=1)
         self.editor.validator = self.gate.validator = self.validator
 
     async def condense(self) -> None:

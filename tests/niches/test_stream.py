@@ -16,7 +16,7 @@ import pytest
 
 from moscopt.gating import schema_answer as gating_answer
 from moscopt.gating import schema_ids
-from moscopt.ledger import RolloutEvent
+from moscopt.ledger import RolloutEvent, Validation
 from moscopt.niches.stream_run import STREAM_FILE
 from moscopt.rundir import RunDir
 from moscopt.testing.niche_world import RULES, stream_world
@@ -217,3 +217,13 @@ def test_the_stream_command_has_no_batch_mode() -> None:
     result = CliRunner().invoke(app, ["stream", "--tasks", "t.jsonl", "--batch"])
     assert result.exit_code == 2 and "--batch" in result.output
     assert "--batch" not in CliRunner().invoke(app, ["stream", "--help"]).output
+
+
+def test_a_replay_measures_the_incumbent_on_fresh_samples(tmp_path: Path, seed_dir: Path) -> None:
+    """Regression (issue 23 §2): the incumbent's first replay sample was sample 0 of tasks the
+    live pool had just answered at sample 0, i.e. the cached answers whose failures triggered
+    the edit. Replays now start at sample 1; the live rollouts stay at sample 0."""
+    stream_world(tmp_path / "run", seed_dir, transfer=False)
+    run = RunDir.open(tmp_path / "run")
+    validations = [e for e in run.events.of_type("validation") if isinstance(e, Validation)]
+    assert validations and min(e.sample for e in validations) == 1
