@@ -76,5 +76,5 @@ def power_lines(power: dict[str, Any]) -> list[str]:
         f"{said(power['detectable_gain_with_twice_the_tasks'])}",
         "evolution, gate restoration and lifecycle changes are kept only when the evidence bounds "
         f"their loss within optimizer.margin = {power['margin']:g} (non-inferiority: identical "
-        "answers need about 40 paired observations at 0.1)",
+        "answers need 4 looks on 10 tasks, 3 on 20, at 0.1)",
     ]

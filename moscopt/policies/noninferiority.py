@@ -25,8 +25,8 @@ stopping early only lowers the chance of keeping); `cap` after the last look (no
 `lower()` is the matching anytime-valid lower confidence bound on mean(d): the largest m whose
 test (the same fractions, loss scaled by 1 + m) would have crossed at some look; the test keeps
 the candidate iff `lower() >= -margin`. `upper()` is the mirror bound. Identical answers on every
-task are the best evidence there is: at margin 0.1 they keep a candidate after 40 paired
-observations (4 looks on a 10-task split, 2 on 20).
+task are the best evidence there is: at margin 0.1 they keep a candidate after 4 looks on a
+10-task split (40 paired observations), 3 on 20.
 """
 
 from __future__ import annotations
