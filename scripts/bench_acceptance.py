@@ -6,7 +6,12 @@ training (a validation split) and in stream mode (a replay of the last tasks), o
 The world (`moscopt.testing.worlds.RuleWorld` behind a `FakeServer`): the agent answers each
 task correctly with probability p_without, or p_with when a given rule is in its skills, drawn
 from a hash of (task, sample index, rule present, system prompt), so a reworded prompt redraws
-its answers as sampling at temperature > 0 does. Answers are graded by the benchmark's grader.
+its answers as sampling at temperature > 0 does. `--noise seed` draws from a hash of (task,
+sample index) only, common to every prompt: the extreme of a server that honours the shared
+provider seed and samples the same tokens whatever the wording (what sharing the seed can buy
+at best; a changed prompt does change the sampled tokens of a real model). Runs then differ by
+their sample indices (run r asks samples from 1000 r). Answers are graded by the benchmark's
+grader.
 Every evaluation is a real call: `SkillAgent` and `run_tasks` over an LM from
 `moscopt.lm.factory.build_lm`, counted by the server.
 
@@ -32,6 +37,7 @@ no edit and are not counted.
 
 Usage: python scripts/bench_acceptance.py [--decisions 200] [--per-incumbent 20]
        [--tasks 10,20] [--modes train,stream,stream-old] [--policies strict,paired]
+       [--noise prompt|seed]
 """
 
 from __future__ import annotations
@@ -80,10 +86,12 @@ class Validator:
     benchmark: Benchmark
     tasks: Sequence[Task]
     first: int = 0  # the LM sample of a decision's sample 0
+    offsets: dict[str, int] = field(default_factory=dict)  # per pool (--noise seed: per run)
     cache: dict[tuple[str, int], list[float]] = field(default_factory=dict)
     calls: Counter[str] = field(default_factory=Counter)
 
     async def at(self, pool: Pool, s: int, role: str) -> list[float]:
+        s += self.offsets.get(pool.digest(), 0)
         key = (pool.digest(), s)
         if key not in self.cache:
             agent = SkillAgent(self.lm, self.benchmark, pool, FixedSkills(pool.names, "fixed"))
@@ -124,11 +132,14 @@ async def run(
     run_index: int,
     decisions: int,
     stream_chunk: int,
+    seed_runs: bool = False,
 ) -> list[Verdict] | None:
     """One run of `decisions` decisions against one incumbent (None: a stream run whose live
     chunk had no failure, so no edit was made)."""
     direction = SCENARIOS[scenario][2]
     incumbent, _ = pools(scenario, run_index, 0)
+    if seed_runs:
+        validator.offsets[incumbent.digest()] = 1000 * run_index
     if stream_chunk:
         live = await validator.at(incumbent, 0, "incumbent")  # the stream's live answers
         if min(live[-stream_chunk:]) >= 1.0:
@@ -136,6 +147,8 @@ async def run(
     verdicts = []
     for j in range(decisions):
         _, candidate = pools(scenario, run_index, j)
+        if seed_runs:
+            validator.offsets[candidate.digest()] = 1000 * run_index
         verdict = await policy.decide(
             validator.rewards(incumbent, "incumbent"),
             validator.rewards(candidate, "candidate"),
@@ -183,7 +196,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
         tasks = every[:tasks_n]
         for scenario, (p_inc, p_cand, direction) in SCENARIOS.items():
             p_without, p_with = min(p_inc, p_cand), max(p_inc, p_cand)
-            world = RuleWorld(tasks, RULE, p_without, p_with, base_seed=0)
+            world = RuleWorld(tasks, RULE, p_without, p_with, base_seed=0, noise=args.noise)
             with FakeServer(responder=world) as server:
                 overrides = {"model": "openai/fake", "api_base": server.url, "seed": 0}
                 config = load_config(None, {**overrides, "llm.cache": False, "llm.concurrency": 64})
@@ -199,7 +212,15 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                         chunk = args.chunk if mode != "train" else 0
                         per_run = await asyncio.gather(
                             *(
-                                run(policy, validator, scenario, r, args.per_incumbent, chunk)
+                                run(
+                                    policy,
+                                    validator,
+                                    scenario,
+                                    r,
+                                    args.per_incumbent,
+                                    chunk,
+                                    args.noise == "seed",
+                                )
                                 for r in range(runs)
                             )
                         )
@@ -226,7 +247,7 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
     key = {(r.tasks, r.mode, r.scenario, r.policy): r for r in rows}
     print(
         f"{args.per_incumbent} decisions per incumbent, {args.decisions} per row, margin {MARGIN},"
-        f" stream chunk {args.chunk}; ratio = calls per decision / strict's\n"
+        f" stream chunk {args.chunk}, noise={args.noise}; ratio = calls per decision / strict's\n"
     )
     head = (
         f"{'tasks':>5} {'mode':11} {'policy':7} {'scenario':24} {'n':>5} {'kept':>7} "
@@ -285,6 +306,7 @@ def main() -> None:
     parser.add_argument("--modes", default="train,stream", help="train, stream, stream-old")
     parser.add_argument("--policies", default="strict,paired", help="strict and/or paired")
     parser.add_argument("--chunk", type=int, default=4, help="stream: live tasks per chunk")
+    parser.add_argument("--noise", choices=("prompt", "seed"), default="prompt")
     args = parser.parse_args()
     args.tasks = [int(t) for t in args.tasks.split(",")]
     args.modes = args.modes.split(",")
