@@ -1,26 +1,43 @@
-"""Acceptance policies on a loopback world: how often noise is accepted, how often a real rule
-is, and what each decision costs in LLM calls.
+"""Acceptance on a loopback world: how often noise is accepted, how often a pool worse than the
+margin is kept, how often real gains are found, and what each decision costs in LLM calls; in
+training (a validation split) and in stream mode (a replay of the last tasks), on 10- and
+20-task splits, for `strict` (the paper) and `paired` (the default).
 
 The world (`moscopt.testing.worlds.RuleWorld` behind a `FakeServer`): the agent answers each
-validation task of the offline benchmark correctly with probability p0, or p1 when a given rule
-is in its skills, drawn from a hash of (task, sample index, rule present, system prompt), so a
-reworded prompt redraws its answers as sampling at temperature > 0 does (`--noise rule` drops
-the prompt from the hash: a no-op edit then gets exactly the incumbent's answers). Answers are
-graded by the benchmark's grader. Every evaluation is a real call: `SkillAgent` and `run_tasks`
-over an LM from `moscopt.lm.factory.build_lm`, counted by the server.
+task correctly with probability p_without, or p_with when a given rule is in its skills, drawn
+from a hash of (task, sample index, rule present, system prompt), so a reworded prompt redraws
+its answers as sampling at temperature > 0 does. `--noise seed` draws from a hash of (task,
+sample index) only, common to every prompt: the extreme of a server that honours the shared
+provider seed and samples the same tokens whatever the wording (what sharing the seed can buy
+at best; a changed prompt does change the sampled tokens of a real model). Runs then differ by
+their sample indices (run r asks samples from 1000 r). Answers are graded by the benchmark's
+grader.
+Every evaluation is a real call: `SkillAgent` and `run_tasks` over an LM from
+`moscopt.lm.factory.build_lm`, counted by the server.
 
-Scenarios, the same for both policies (same runs, same prompts, same draws):
-- no-op: p0 = 0.5; each candidate is the incumbent plus a reworded sentence (a new one each
-  time); the incumbent stays, so each decision is a fresh chance to accept noise;
-- rule: p0 = 0.3, p1 = 0.7; each candidate is the incumbent plus the rule (and a new sentence,
-  so each decision draws anew); the incumbent stays;
-- no-op, chained: as no-op, but an accepted candidate becomes the incumbent, as in the trainer:
-  later no-ops face a lucky incumbent, and the incumbent's score drifts up on noise alone.
-Decisions come in runs of `--per-incumbent` that start from a fresh incumbent. Validation
+Scenarios (incumbent -> candidate success rate; each candidate carries a new reworded sentence,
+so each decision draws anew; the incumbent stays):
+- edits, decided with `direction="better"`: a no-op (0.5 -> 0.5), +0.1 (0.5 -> 0.6) and +0.2
+  (0.5 -> 0.7);
+- changes that buy something other than score (evolution, gate restoration, lifecycle), decided
+  with `direction="non_inferior"` (margin `optimizer.margin`, 0.1): a pool worse by 0.2 (0.5 ->
+  0.3, beyond the margin), one worse by exactly the margin (0.5 -> 0.4) and a harmless change
+  (0.5 -> 0.5: how often evolution is still kept, its cost).
+Decisions come in runs of `--per-incumbent` that start from a fresh incumbent; validation
 rewards are cached per (pool, sample index) as in the trainer, so an incumbent's samples are
-paid once, and its calls are spread over the decisions that share it.
+paid once and its calls are spread over the decisions that share it.
 
-Usage: python scripts/bench_acceptance.py [--decisions 400] [--per-incumbent 20] [--tasks 10]
+Stream mode: the split is the replay window (the last tasks the stream answered). An edit is
+made only after a chunk (its last `--chunk` tasks) in which the live pool failed a task, and the
+live answers are sample 0 of the same prompts. `stream` decides from sample 1, as the stream does
+now; `stream-old` from sample 0 (the incumbent's first sample read back from the live answers,
+as before issue 23; not run by default: in this world its figures equal training's, since a
+chunk of 4 tasks at 0.5 has a failure 15 times in 16). Runs whose live chunk had no failure make
+no edit and are not counted.
+
+Usage: python scripts/bench_acceptance.py [--decisions 200] [--per-incumbent 20]
+       [--tasks 10,20] [--modes train,stream,stream-old] [--policies strict,paired]
+       [--noise prompt|seed]
 """
 
 from __future__ import annotations
@@ -41,20 +58,30 @@ from moscopt.core.skills import Pool
 from moscopt.core.stats import mean_ci
 from moscopt.lm.base import LM
 from moscopt.lm.factory import build_lm
-from moscopt.optimizer.policies.acceptance import Acceptance, Rewards, Verdict, make_acceptance
+from moscopt.optimizer.policies.acceptance import (
+    Acceptance,
+    Direction,
+    Rewards,
+    Verdict,
+    make_acceptance,
+)
 from moscopt.routing.gate import FixedSkills
 from moscopt.testing import FakeServer
 from moscopt.testing.worlds import RuleWorld
 
 RULE = "Before the final line, solve the task a second way and compare the two answers."
 SKILLS = ("careful-computation", "answer-formatting")
-# name: (p0, p1, the candidate carries the rule, an accepted candidate becomes the incumbent)
-SCENARIOS = {
-    "no-op": (0.5, 0.5, False, False),
-    "rule": (0.3, 0.7, True, False),
-    "no-op, chained": (0.5, 0.5, False, True),
+MARGIN = 0.1
+# name: (incumbent rate, candidate rate, direction)
+SCENARIOS: dict[str, tuple[float, float, Direction]] = {
+    "no-op edit": (0.5, 0.5, "better"),
+    "+0.1 edit": (0.5, 0.6, "better"),
+    "+0.2 edit": (0.5, 0.7, "better"),
+    "worse by 0.2 (kept?)": (0.5, 0.3, "non_inferior"),
+    "worse by 0.1 (kept?)": (0.5, 0.4, "non_inferior"),
+    "harmless change (kept?)": (0.5, 0.5, "non_inferior"),
 }
-POLICIES = ("strict", "paired")
+MODES = {"train": 0, "stream": 1, "stream-old": 0}  # mode: the first sample a decision asks
 
 
 @dataclass
@@ -64,21 +91,26 @@ class Validator:
     lm: LM
     benchmark: Benchmark
     tasks: Sequence[Task]
+    first: int = 0  # the LM sample of a decision's sample 0
+    offsets: dict[str, int] = field(default_factory=dict)  # per pool (--noise seed: per run)
     cache: dict[tuple[str, int], list[float]] = field(default_factory=dict)
     calls: Counter[str] = field(default_factory=Counter)
 
-    def rewards(self, pool: Pool, role: str) -> Rewards:
-        async def at(s: int) -> list[float]:
-            key = (pool.digest(), s)
-            if key not in self.cache:
-                router = FixedSkills(pool.names, "fixed")
-                agent = SkillAgent(self.lm, self.benchmark, pool, router)
-                rollouts = await run_tasks(agent, self.tasks, concurrency=len(self.tasks), sample=s)
-                self.calls[role] += sum(r.calls for r in rollouts)
-                self.cache[key] = [r.reward for r in rollouts]
-            return self.cache[key]
+    async def at(self, pool: Pool, s: int, role: str) -> list[float]:
+        s += self.offsets.get(pool.digest(), 0)
+        key = (pool.digest(), s)
+        if key not in self.cache:
+            agent = SkillAgent(self.lm, self.benchmark, pool, FixedSkills(pool.names, "fixed"))
+            rollouts = await run_tasks(agent, self.tasks, concurrency=len(self.tasks), sample=s)
+            self.calls[role] += sum(r.calls for r in rollouts)
+            self.cache[key] = [r.reward for r in rollouts]
+        return self.cache[key]
 
-        return at
+    def rewards(self, pool: Pool, role: str) -> Rewards:
+        async def of(s: int) -> list[float]:
+            return await self.at(pool, self.first + s, role)
+
+        return of
 
 
 def with_note(pool: Pool, note: str) -> Pool:
@@ -86,42 +118,63 @@ def with_note(pool: Pool, note: str) -> Pool:
     return pool.replace(first.with_body(f"{first.body.rstrip()}\n\n{note}"))
 
 
-async def run(
-    policy: Acceptance, validator: Validator, scenario: str, run_index: int, decisions: int
-) -> tuple[list[Verdict], float, float]:
-    """One run of `decisions` decisions from a fresh incumbent; also the sample-0 scores of
-    the first and the last incumbent."""
-    _, _, rule, chained = SCENARIOS[scenario]
+def pools(scenario: str, run_index: int, j: int) -> tuple[Pool, Pool]:
+    """(incumbent, candidate) of decision j of a run: the rule rides with the better rate."""
+    p_inc, p_cand, _ = SCENARIOS[scenario]
     base = Pool.load(seed_skills_dir())
     pool = Pool(skills=tuple(base.get(n) for n in SKILLS))
-    incumbent = with_note(pool, f"Work in run {run_index} is checked line by line.")
+    note = f"Work in run {run_index} is checked line by line."
+    rule_inc, rule_cand = p_inc > p_cand, p_cand > p_inc
+    incumbent = with_note(pool, f"{RULE} {note}" if rule_inc else note)
+    reworded = f"Note {run_index}.{j}: read the question again before you answer."
+    candidate = with_note(pool, f"{RULE if rule_cand else ''} {note} {reworded}".strip())
+    return incumbent, candidate
+
+
+async def run(
+    policy: Acceptance,
+    validator: Validator,
+    scenario: str,
+    run_index: int,
+    decisions: int,
+    stream_chunk: int,
+    seed_runs: bool = False,
+) -> list[Verdict] | None:
+    """One run of `decisions` decisions against one incumbent (None: a stream run whose live
+    chunk had no failure, so no edit was made)."""
+    direction = SCENARIOS[scenario][2]
+    incumbent, _ = pools(scenario, run_index, 0)
+    if seed_runs:
+        validator.offsets[incumbent.digest()] = 1000 * run_index
+    if stream_chunk:
+        live = await validator.at(incumbent, 0, "incumbent")  # the stream's live answers
+        if min(live[-stream_chunk:]) >= 1.0:
+            return None
     verdicts = []
-    start = incumbent
     for j in range(decisions):
-        reworded = f"Note {run_index}.{j}: read the question again before you answer."
-        candidate = with_note(incumbent, f"{RULE} {reworded}" if rule else reworded)
+        _, candidate = pools(scenario, run_index, j)
+        if seed_runs:
+            validator.offsets[candidate.digest()] = 1000 * run_index
         verdict = await policy.decide(
-            validator.rewards(incumbent, "incumbent"), validator.rewards(candidate, "candidate")
+            validator.rewards(incumbent, "incumbent"),
+            validator.rewards(candidate, "candidate"),
+            direction=direction,
         )
         verdicts.append(verdict)
-        if verdict.accepted and chained:
-            incumbent = candidate
-    # sample 0 of both incumbents is cached by now: no call
-    first = await validator.rewards(start, "incumbent")(0)
-    last = await validator.rewards(incumbent, "incumbent")(0)
-    return verdicts, sum(first) / len(first), sum(last) / len(last)
+    return verdicts
 
 
 @dataclass
 class Row:
+    tasks: int
+    mode: str
     policy: str
     scenario: str
     verdicts: list[Verdict]
-    drift: tuple[float, float]  # mean sample-0 score of the first and of the last incumbents
     per_run: int
     candidate_calls: int
     incumbent_calls: int
-    server_calls: int
+    runs_skipped: int = 0
 
     def acceptance(self) -> tuple[float, float, float]:
         """Acceptance rate and its 95% interval, over runs: decisions that share an incumbent
@@ -132,112 +185,141 @@ class Row:
             for i in range(0, len(self.verdicts), d)
         ]
         _, low, high = mean_ci(rates)
-        return sum(v.accepted for v in self.verdicts) / len(self.verdicts), low, high
+        return sum(v.accepted for v in self.verdicts) / max(1, len(self.verdicts)), low, high
 
     @property
     def calls(self) -> float:
-        return (self.candidate_calls + self.incumbent_calls) / len(self.verdicts)
+        return (self.candidate_calls + self.incumbent_calls) / max(1, len(self.verdicts))
 
 
 async def measure(args: argparse.Namespace) -> list[Row]:
     benchmark = get_benchmark("offline")
-    tasks = benchmark.load(sizes={"val": max(24, args.tasks)})["val"][: args.tasks]
+    biggest = max(args.tasks)
+    every = benchmark.load(sizes={"val": max(24, biggest)})["val"]
     rows = []
     runs = max(1, args.decisions // args.per_incumbent)
-    for scenario, (p0, p1, _, _) in SCENARIOS.items():
-        world = RuleWorld(tasks, RULE, p0, p1, base_seed=0, noise=args.noise)
-        with FakeServer(responder=world) as server:
-            overrides = {"model": "openai/fake", "api_base": server.url, "seed": 0}
-            config = load_config(None, {**overrides, "llm.cache": False, "llm.concurrency": 64})
-            for name in POLICIES:
-                lm = build_lm(config, api_key="sk-fake")
-                validator = Validator(lm, benchmark, tasks)
-                policy = make_acceptance(name)  # type: ignore[arg-type]
-                # one call first: concurrent first calls on a new LM race to open its session
-                await lm.acomplete([{"role": "user", "content": "warm-up"}])
-                before = server.count()
-                per_run = await asyncio.gather(
-                    *(run(policy, validator, scenario, r, args.per_incumbent) for r in range(runs))
-                )
-                lm.close()
-                verdicts = [v for vs, _, _ in per_run for v in vs]
-                drift = (
-                    sum(f for _, f, _ in per_run) / runs,
-                    sum(la for _, _, la in per_run) / runs,
-                )
-                c = validator.calls
-                row = Row(
-                    name,
-                    scenario,
-                    verdicts,
-                    drift,
-                    args.per_incumbent,
-                    c["candidate"],
-                    c["incumbent"],
-                    server.count() - before,
-                )
-                assert row.server_calls == row.candidate_calls + row.incumbent_calls
-                rows.append(row)
+    for tasks_n in args.tasks:
+        tasks = every[:tasks_n]
+        for scenario, (p_inc, p_cand, direction) in SCENARIOS.items():
+            p_without, p_with = min(p_inc, p_cand), max(p_inc, p_cand)
+            world = RuleWorld(tasks, RULE, p_without, p_with, base_seed=0, noise=args.noise)
+            with FakeServer(responder=world) as server:
+                overrides = {"model": "openai/fake", "api_base": server.url, "seed": 0}
+                config = load_config(None, {**overrides, "llm.cache": False, "llm.concurrency": 64})
+                for mode in args.modes:
+                    if mode != "train" and direction != "better":
+                        continue  # the stream decides edits (its lifecycle: as in training)
+                    for name in args.policies:
+                        lm = build_lm(config, api_key="sk-fake")
+                        validator = Validator(lm, benchmark, tasks, first=MODES[mode])
+                        policy = make_acceptance(name, margin=MARGIN)
+                        await lm.acomplete([{"role": "user", "content": "warm-up"}])
+                        before = server.count()
+                        chunk = args.chunk if mode != "train" else 0
+                        per_run = await asyncio.gather(
+                            *(
+                                run(
+                                    policy,
+                                    validator,
+                                    scenario,
+                                    r,
+                                    args.per_incumbent,
+                                    chunk,
+                                    args.noise == "seed",
+                                )
+                                for r in range(runs)
+                            )
+                        )
+                        lm.close()
+                        made = [vs for vs in per_run if vs is not None]
+                        c = validator.calls
+                        row = Row(
+                            tasks_n,
+                            mode,
+                            name,
+                            scenario,
+                            [v for vs in made for v in vs],
+                            args.per_incumbent,
+                            c["candidate"],
+                            c["incumbent"],
+                            runs - len(made),
+                        )
+                        assert server.count() - before == row.candidate_calls + row.incumbent_calls
+                        rows.append(row)
     return rows
 
 
-def label(scenario: str) -> str:
-    p0, p1, rule, _ = SCENARIOS[scenario]
-    return f"{scenario}, p {p0} -> {p1}" if rule else f"{scenario}, p0={p0}"
-
-
 def report(rows: list[Row], args: argparse.Namespace) -> None:
-    strict = {r.scenario: r for r in rows if r.policy == "strict"}
-    paired = {r.scenario: r for r in rows if r.policy == "paired"}
+    key = {(r.tasks, r.mode, r.scenario, r.policy): r for r in rows}
     print(
-        f"{args.tasks} validation tasks, {args.per_incumbent} decisions per incumbent, "
-        f"noise={args.noise}\n"
+        f"{args.per_incumbent} decisions per incumbent, {args.decisions} per row, margin {MARGIN},"
+        f" stream chunk {args.chunk}, noise={args.noise}; ratio = calls per decision / strict's\n"
     )
     head = (
-        f"{'policy':7} {'scenario':26} {'decisions':>9} {'accepted':>9} {'95% CI (runs)':>16} "
-        f"{'samples':>7} {'cand + inc calls/decision':>26} {'vs strict':>9}"
+        f"{'tasks':>5} {'mode':11} {'policy':7} {'scenario':24} {'n':>5} {'kept':>7} "
+        f"{'95% CI (runs)':>16} {'samples':>7} {'calls/dec':>9} {'ratio':>6}"
     )
     print(head)
     print("-" * len(head))
-    for r in sorted(rows, key=lambda r: list(SCENARIOS).index(r.scenario)):
+    for r in rows:
         n = len(r.verdicts)
+        if not n:
+            continue
         mean, low, high = r.acceptance()
         samples = sum(v.samples for v in r.verdicts) / n
-        calls = f"{r.candidate_calls / n:.1f} + {r.incumbent_calls / n:.1f} = {r.calls:.1f}"
-        ratio = r.calls / strict[r.scenario].calls
+        strict = key.get((r.tasks, r.mode, r.scenario, "strict"))
+        ratio = f"{r.calls / strict.calls:5.2f}x" if strict and strict.calls else "     -"
         print(
-            f"{r.policy:7} {label(r.scenario):26} {n:9d} {mean:9.1%} "
-            f"{f'[{low:.1%}, {high:.1%}]':>16} {samples:7.2f} {calls:>26} {ratio:8.2f}x"
+            f"{r.tasks:5d} {r.mode:11} {r.policy:7} {r.scenario:24} {n:5d} {mean:7.1%} "
+            f"{f'[{low:.1%}, {high:.1%}]':>16} {samples:7.2f} {r.calls:9.1f} {ratio}"
         )
+    skipped = [r for r in rows if r.runs_skipped]
+    for r in skipped:
+        print(f"({r.tasks} tasks, {r.mode}, {r.policy}, {r.scenario}: {r.runs_skipped} runs had "
+              "no live failure, hence no edit)")  # fmt: skip
     print()
-    for r in (strict["no-op, chained"], paired["no-op, chained"]):
-        before, after = r.drift
-        print(
-            f"{r.policy}, chained no-ops: the incumbent's sample-0 validation score went from "
-            f"{before:.3f} to {after:.3f} on average (true success rate 0.5 throughout)"
-        )
-    for name, mine in (("strict", strict), ("paired", paired)):
-        reasons = Counter(v.reason.split(" (")[0] for r in mine.values() for v in r.verdicts)
-        print(f"{name} reasons: {dict(sorted(reasons.items()))}")
-    both = ("no-op", "rule")
-    n = sum(len(paired[k].verdicts) for k in both)
-    ratio = sum(paired[k].calls for k in both) / sum(strict[k].calls for k in both)
-    false_acc = sum(v.accepted for v in paired["no-op"].verdicts) / len(paired["no-op"].verdicts)
-    rule_acc = sum(v.accepted for v in paired["rule"].verdicts) / len(paired["rule"].verdicts)
-    print(
-        f"\npaired targets: false acceptance {false_acc:.1%} (<= 5%); rule accepted "
-        f"{rule_acc:.1%} (>= 90%); calls {ratio:.2f}x strict over the {n} no-op and rule "
-        "decisions (<= 2x)"
-    )
+    for t in args.tasks:
+        for mode in args.modes:
+            got = {s: key.get((t, mode, s, "paired")) for s in SCENARIOS}
+            edits = [got[s] for s in ("no-op edit", "+0.1 edit", "+0.2 edit")]
+            if not all(e is not None and e.verdicts for e in edits):
+                continue
+            assert edits[0] is not None and edits[1] is not None and edits[2] is not None
+            strict_calls = [key.get((t, mode, s, "strict")) for s in SCENARIOS]
+            ratios = [
+                p.calls / s.calls
+                for p, s in zip(got.values(), strict_calls, strict=True)
+                if p is not None and s is not None and s.calls
+            ]
+            parts = [
+                f"no-op accepted {edits[0].acceptance()[0]:.1%}",
+                f"+0.1 {edits[1].acceptance()[0]:.1%}",
+                f"+0.2 {edits[2].acceptance()[0]:.1%}",
+            ]
+            worse = got.get("worse by 0.2 (kept?)")
+            if worse is not None and worse.verdicts:
+                parts.append(f"a pool worse by 0.2 kept {worse.acceptance()[0]:.1%}")
+            if ratios:
+                parts.append(f"calls {min(ratios):.2f}-{max(ratios):.2f}x strict")
+            print(f"paired, {t} tasks, {mode}: " + ", ".join(parts))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--decisions", type=int, default=400, help="per policy and scenario")
+    parser.add_argument("--decisions", type=int, default=200, help="per row")
     parser.add_argument("--per-incumbent", type=int, default=20)
-    parser.add_argument("--tasks", type=int, default=10)
-    parser.add_argument("--noise", choices=("prompt", "rule"), default="prompt")
+    parser.add_argument("--tasks", default="10,20", help="split sizes, comma-separated")
+    parser.add_argument("--modes", default="train,stream", help="train, stream, stream-old")
+    parser.add_argument("--policies", default="strict,paired", help="strict and/or paired")
+    parser.add_argument("--chunk", type=int, default=4, help="stream: live tasks per chunk")
+    parser.add_argument("--noise", choices=("prompt", "seed"), default="prompt")
     args = parser.parse_args()
+    args.tasks = [int(t) for t in args.tasks.split(",")]
+    args.modes = args.modes.split(",")
+    args.policies = args.policies.split(",")
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        parser.error(f"unknown mode(s) {unknown}: use {', '.join(MODES)}")
     started = time.perf_counter()
     rows = asyncio.run(measure(args))
     report(rows, args)

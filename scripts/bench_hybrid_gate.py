@@ -47,6 +47,7 @@ from moscopt.core.skills import Pool
 from moscopt.lm.factory import build_lm
 from moscopt.optimizer.engine import initial_state
 from moscopt.run.ledger import EditEvent
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM, FakeServer
 from moscopt.testing.router_world import NicheWorld, gate_learning_routes, niche_pool, route_rule
@@ -121,7 +122,7 @@ async def one(
         agent_lm.close()
     gate = ctx.pool.gate
     assert gate is not None
-    edits = [e for e in run.events.of_type("edit") if isinstance(e, EditEvent)]
+    edits = [e for e in read_events(run.events.path, kinds={"edit"}) if isinstance(e, EditEvent)]
     edits = [e for e in edits if e.target == "gate"]
     purposes = Counter(optimizer.purposes)
     return Outcome(

@@ -37,6 +37,7 @@ from moscopt.core.skills import Pool
 from moscopt.extensions.niches.competence import competence_gap, specialization_index
 from moscopt.lm.factory import build_lm
 from moscopt.optimizer.engine import initial_state
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM, FakeServer
 from moscopt.testing.niche_world import RULES, NicheWorld, make_pool, make_splits, world_config
@@ -96,7 +97,7 @@ async def one(mode: str, seed: int, epochs: int, server: FakeServer, root: Path)
     await agent_lm.aclose()
     agent_lm.close()
     by: dict[tuple[int, str], list[float]] = defaultdict(list)
-    for e in run.events.of_type("rollout"):
+    for e in read_events(run.events.path, kinds={"rollout"}):
         by[(e.epoch, e.task_id.split("-")[1][0])].append(e.reward)  # type: ignore[union-attr]
     per_niche: dict[str, list[float]] = defaultdict(list)
     for r in test:

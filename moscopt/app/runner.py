@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from moscopt.agent.harness import Rollout
     from moscopt.benchmarks import Benchmark, Splits, Task
     from moscopt.routing.gate import GateStats
+    from moscopt.run.ledger import CertificateEvent
     from moscopt.run.state import RunState
 
 # Flags that may change when a run resumes (operational); anything else must match the frozen
@@ -47,6 +48,7 @@ RESUMABLE = (
     "llm.timeout",
     "llm.max_retries",
     "llm.max_error_rate",
+    "training.certificate_samples",  # the end-of-run certificate takes no decision
 )
 
 
@@ -57,6 +59,7 @@ class TrainOutcome:
     after: float | None
     resumed: bool
     changed: bool = True  # False: training kept the starting pool (no edit or evolution kept)
+    certificate: CertificateEvent | None = None  # final vs seed pool on held-out tasks
 
 
 def default_run_path(config: Config, root: Path, benchmark: str) -> Path:
@@ -185,7 +188,11 @@ def _train(
     before = (
         first if first is not None else (final.val_history[0].score if final.val_history else None)
     )
-    return TrainOutcome(run, before, final.cursor.best_val, resumed, _changed(run, final))
+    from moscopt.optimizer.engine.certificate import latest
+
+    certificate = latest(run, final) if config.training.certificate_samples else None
+    changed = _changed(run, final)
+    return TrainOutcome(run, before, final.cursor.best_val, resumed, changed, certificate)
 
 
 def _changed(run: RunDir, state: Any) -> bool:
@@ -247,9 +254,9 @@ def evaluate(
     from moscopt.exports import Deployment, open_export, open_run_export
     from moscopt.lm.batch import can_wait, wave_concurrency
 
-    if mode not in ("none", "mixture", "static", "distilled", "router", "agents"):
+    if mode not in ("none", "mixture", "static", "topq", "distilled", "router", "agents"):
         raise UserError(
-            f"unknown mode '{mode}' (none, mixture, static, distilled, router or agents)",
+            f"unknown mode '{mode}' (none, mixture, static, topq, distilled, router or agents)",
             field="mode",
         )
     if split not in ("train", "val", "test", "all"):  # before any data is loaded
@@ -262,7 +269,7 @@ def evaluate(
     deployment: Deployment | None = None
     if mode != "none" and export_path is not None:
         deployment = open_export(export_path, mode)
-    elif mode in ("static", "distilled", "router", "agents"):
+    elif mode in ("static", "topq", "distilled", "router", "agents"):
         if run is None:
             raise UserError(
                 f"--mode {mode} needs --run DIR (with a {mode} export) or --export PATH",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from moscopt.config import Config
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_text
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -244,7 +245,7 @@ async def finish(stream: Stream, settings: StreamSettings, resumed: bool) -> Str
     order = [t.id for t in ctx.splits.train]
     rewards = {
         e.task_id: e.reward
-        for e in ctx.run.events.of_type("rollout")
+        for e in read_events(ctx.run.events.path, kinds={"rollout"})
         if isinstance(e, RolloutEvent)
     }
     live = [rewards.get(i, 0.0) for i in order]
@@ -280,7 +281,11 @@ async def measure_baselines(stream: Stream) -> dict[str, float]:
 
     ctx = stream.ctx
     cfg, lm, tasks = ctx.config, ctx.agent_lm, ctx.splits.train
-    start = next(e for e in ctx.run.events.of_type("train_start") if isinstance(e, TrainStart))
+    start = next(
+        e
+        for e in read_events(ctx.run.events.path, kinds={"train_start"})
+        if isinstance(e, TrainStart)
+    )
     assert start.checkpoint is not None
     frozen = ctx.run.load_checkpoint(start.checkpoint)
     stats = GateStats(c_min=cfg.credit.c_min)

@@ -23,8 +23,8 @@ def eval_cmd(
     mode: str | None = typer.Option(
         None,
         "--mode",
-        help="none, mixture, static, distilled or router (default: the export's mode with "
-        "--export, mixture with --run/--skills, else none). static, distilled and router use "
+        help="none, mixture, static, topq, distilled or router (default: the export's mode with "
+        "--export, mixture with --run/--skills, else none). static, topq, distilled and router use "
         "--export or the run's exports/<mode>/.",
     ),
     run: Path | None = typer.Option(

@@ -26,7 +26,9 @@ from moscopt.cli.app import app
 )
 def export_cmd(
     opts: o.Shared,
-    mode: str = typer.Option(..., "--mode", help="mixture, static, distilled, router or agents."),
+    mode: str = typer.Option(
+        ..., "--mode", help="mixture, static, topq, distilled, router or agents."
+    ),
     run: Path | None = typer.Option(
         None, "--run", help="The run directory (default: the project's latest run)."
     ),
@@ -39,9 +41,10 @@ def export_cmd(
     ),
 ) -> None:
     """Export a run for deployment: mixture (skills + gate), static (a routing table, no gate
-    call), distilled (one SKILL.md merging the top skills, validated), router (the mixture and
-    the familiarity router's heads: no gate call) or agents (for Agent Skills agents: the
-    routing in the descriptions and a skill-router skill)."""
+    call), topq (the paper's static mode: the K skills of highest Q for every task), distilled
+    (one SKILL.md merging the top skills, validated), router (the mixture and the familiarity
+    router's heads: no gate call) or agents (for Agent Skills agents: the routing in the
+    descriptions and a skill-router skill)."""
     import json
 
     from moscopt.exports import export_run
@@ -57,7 +60,9 @@ def export_cmd(
         typer.echo(json.dumps(data_out, indent=2, sort_keys=True))
         return
     typer.echo(f"{m.mode} export of run {m.provenance.run} (K={m.k}, N={m.n}): {result.out}")
-    if m.static is not None:
+    if m.static is not None and m.mode == "topq":
+        typer.echo(f"top-Q routing: every task activates {', '.join(m.static['default'])}")
+    elif m.static is not None:
         s = m.static
         typer.echo(
             f"routing table: {s['word_rules']} word rules, {s['text_rules']} text rules; "

@@ -93,6 +93,8 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
     for target, counts in sorted(edits.get("by_target", {}).items()):
         parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
         console.print(f"  {target}: {parts}")
+    if d.get("certificate"):
+        console.print(d["certificate"]["line"], soft_wrap=True)
     if d.get("best_val_by_epoch"):
         epochs = "  ".join(f"{p['epoch']}: {_fmt(p['best'])}" for p in d["best_val_by_epoch"])
         console.print(f"best val per epoch: {epochs}")

@@ -62,6 +62,12 @@ def train_cmd(
         "--no-progressive-disclosure",
         help="Ablation: every skill body in context; the gate still selects.",
     ),
+    no_certificate: bool = typer.Option(
+        False,
+        "--no-certificate",
+        help="Skip the certificate at the end (the final pool against the seed pool on the "
+        "test split, paired per task; its cost is in moscopt plan).",
+    ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the plan (moscopt plan) and stop: no training."
     ),
@@ -89,6 +95,7 @@ def train_cmd(
             "optimizer.method": "reflect_edit" if reflect_edit else None,
             "evolution.cobreed": False if no_cobreeding else None,
             "agent.progressive_disclosure": False if no_progressive_disclosure else None,
+            "training.certificate_samples": 0 if no_certificate else None,
         },
     )
     if dry_run:
@@ -144,6 +151,11 @@ def train_cmd(
         "val_after": outcome.after,
         "resumed": outcome.resumed,
         "pool_changed": outcome.changed,
+        "certificate": (
+            outcome.certificate.model_dump(mode="json", exclude={"t", "type"})
+            if outcome.certificate is not None
+            else None
+        ),
     }
     if json_out:
         typer.echo(json.dumps(summary, indent=2))
@@ -155,4 +167,8 @@ def train_cmd(
         typer.echo(f"validation score: {after:.3f} (pool unchanged: no edit was accepted)")
     elif before is not None and after is not None:
         typer.echo(f"validation score: {before:.3f} -> {after:.3f}")
+    if outcome.certificate is not None:
+        from moscopt.optimizer.engine.certificate import line
+
+        typer.echo(line(outcome.certificate, outcome.run))
     typer.echo(f"skills: {summary['skills']}  (moscopt status --run {summary['run']})")

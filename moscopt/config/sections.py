@@ -72,6 +72,7 @@ class RouterConfig(Section):
 
 class CreditConfig(Section):
     beta: float = Field(0.3, gt=0.0, le=1.0, description="EMA coefficient of Q-scores")
+    q_prior: float = Field(0.5, ge=0.0, le=1.0, description="Q of a skill before its first batch")
     c_min: int = Field(5, ge=0, description="activations before a skill is ranked")
     synergy_protect: int = Field(3, ge=0, description="pairs with C(i,j) above this are protected")
 
@@ -103,6 +104,10 @@ class OptimizerConfig(Section):
     acceptance: Literal["strict", "paired"] = "paired"
     max_val_samples: int = Field(5, ge=1, description="sample indices per acceptance decision")
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="of the paired acceptance test")
+    # the loss (in the reward's units) a change that buys something other than score may hide:
+    # evolution, gate restoration and lifecycle operators are kept only when the paired test
+    # bounds their loss within it (moscopt.optimizer.policies.noninferiority; README)
+    margin: float = Field(0.1, ge=0.0, lt=1.0, description="non-inferiority margin")
     # True: a minibatch's proposals, the epoch's memory condensations and evolution's offspring
     # are asked concurrently; False: one after another (same decisions; scripts/bench_train.py)
     overlap: bool = True
@@ -181,3 +186,7 @@ class TrainingConfig(Section):
         None, ge=1, description="cap on skill-editing minibatches per epoch (None: all)"
     )
     interleave: bool = True  # False: the "simultaneous updates" ablation
+    # the certificate at the end of a run (moscopt.optimizer.engine.certificate): the final pool
+    # against the starting pool on held-out tasks, this many sample indices per task; 0: no
+    # certificate (`moscopt train --no-certificate`)
+    certificate_samples: int = Field(1, ge=0, le=20, description="0 turns the certificate off")

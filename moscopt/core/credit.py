@@ -9,8 +9,13 @@ a rollout when it is in at least one of its selections. For each batch:
 - Q_i <- (1 - beta) * Q_i + beta * mean(reward of the batch's rollouts where s_i was active).
   Each rollout counts once per active skill, however many of its steps selected it: a rollout
   is one outcome with one reward, and weighting it by the number of steps a skill was selected
-  would let long trajectories (which are often the failing ones) dominate the mean. A skill's
-  first batch sets Q_i to that mean (no bias towards an arbitrary prior).
+  would let long trajectories (which are often the failing ones) dominate the mean. Q_i starts
+  from the prior `credit.q_prior` (0.5, as in the paper's worked example, §A.5: a success and a
+  failure move a new skill to 0.65 and 0.35 with beta = 0.3), so a skill's first batch of one to
+  four rollouts cannot set its Q to 0 or 1 and drive the gate's fallback, the exports, the choice
+  of parent and elimination on one lucky or unlucky draw. A newborn of evolution or of the
+  lifecycle starts instead from the survivors' mean Q (`Context.renew`): it enters a pool whose
+  level is known, and a prior of 0.5 would rank it above or below every survivor for no reason.
 - C(i, j) += 1 for each *successful* rollout in which i and j were co-active, i.e. in the same
   selection (in the agent's context together) at some step; once per rollout, like Q. Two
   skills selected at different steps but never together are not co-active.
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
     from moscopt.agent.harness import Rollout
 
 SUCCESS = 1.0 - 1e-9  # a rollout is successful when its reward is (numerically) 1
+Q_PRIOR = 0.5  # credit.q_prior: a skill's Q before its first batch (the paper's example)
 
 
 @dataclass(frozen=True)
@@ -53,8 +59,11 @@ class Outcome:
         return [frozenset(s) for s in (self.selections or (self.skills,))]
 
 
-def assign_credit(state: RunState, outcomes: Iterable[Outcome], beta: float) -> dict[str, float]:
-    """Update `state.q`, `state.activations` and `state.synergy`; return the batch means."""
+def assign_credit(
+    state: RunState, outcomes: Iterable[Outcome], beta: float, prior: float = Q_PRIOR
+) -> dict[str, float]:
+    """Update `state.q` (from `prior` for a skill never scored), `state.activations` and
+    `state.synergy`; return the batch means."""
     rewards: dict[str, list[float]] = defaultdict(list)
     for o in outcomes:
         selections = o.all_selections()
@@ -69,8 +78,7 @@ def assign_credit(state: RunState, outcomes: Iterable[Outcome], beta: float) -> 
                 state.synergy[key] = state.synergy.get(key, 0) + 1
     means = {name: sum(rs) / len(rs) for name, rs in rewards.items()}
     for name, mean in means.items():
-        old = state.q.get(name)
-        state.q[name] = mean if old is None else (1 - beta) * old + beta * mean
+        state.q[name] = (1 - beta) * state.q.get(name, prior) + beta * mean
     return means
 
 

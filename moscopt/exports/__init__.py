@@ -86,7 +86,8 @@ def export_run(
 
     if mode not in MODES:
         raise UserError(
-            f"unknown mode '{mode}' (mixture, static, distilled, router or agents)", field="mode"
+            f"unknown mode '{mode}' (mixture, static, topq, distilled, router or agents)",
+            field="mode",
         )
     run = RunDir.open(run_path)
     config = load_config(run.config_path, overrides or {})
@@ -132,6 +133,11 @@ def export_run(
     elif mode == "static":
         members = list(pool.skills)
         files["ROUTING.md"], manifest.static = _static(run, config, state, pool, k, resolved)
+    elif mode == "topq":  # the paper's static deployment: the top-K skills by Q, every task
+        from moscopt.exports.static import topq_routing
+
+        members = list(pool.skills)
+        files["ROUTING.md"], manifest.static = topq_routing(pool, state, k, config.credit.c_min)
     elif mode == "agents":  # the routing in the descriptions and a router skill
         from moscopt.exports.agent_skills import agents_export
 

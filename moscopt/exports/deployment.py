@@ -52,7 +52,7 @@ def open_export(folder: Path, mode: str | None = None) -> Deployment:
         )
     pool = Pool.load(folder / SKILLS_DIR)
     table = None
-    if manifest.mode in ("static", "agents"):  # agents: the same table, for route
+    if manifest.mode in ("static", "topq", "agents"):  # agents: the same table, for route
         path = folder / ROUTING_FILE
         table = RoutingTable.load(path)
         table.check_skills(pool.names, path)

@@ -19,8 +19,8 @@ from moscopt.run.fsio import pretty_json, read_text
 MANIFEST_FILE = "moscopt-export.json"
 SKILLS_DIR = "skills"  # the skills folder of a mixture, static or router export
 FORMAT = 1
-Mode = Literal["mixture", "static", "distilled", "router", "agents"]
-MODES: tuple[Mode, ...] = ("mixture", "static", "distilled", "router", "agents")
+Mode = Literal["mixture", "static", "topq", "distilled", "router", "agents"]
+MODES: tuple[Mode, ...] = ("mixture", "static", "topq", "distilled", "router", "agents")
 
 
 class _Model(BaseModel):

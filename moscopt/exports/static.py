@@ -1,4 +1,10 @@
-"""The static export: the gate's decisions on the training tasks, learned into `ROUTING.md`."""
+"""The static exports, routed with no gate call by a `ROUTING.md`:
+
+- `static`: the gate's decisions on the training tasks, learned into IF/THEN rules;
+- `topq`: the paper's static deployment (Table 3, "static top-Q routing"): every task activates
+  the K skills of highest Q-score (ranked skills first, as the gate's own fallback ranks them),
+  a table with no rule but its DEFAULT.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from moscopt.errors import UserError
 from moscopt.routing.gate import fallback_top_k
+from moscopt.routing.table import RoutingTable
 from moscopt.routing.table_derivation import Decision, Derivation, derive
 from moscopt.run.ledger import RolloutEvent
 
@@ -157,3 +164,30 @@ def render_routing(
             f"| {name} | {'n/a' if q is None else f'{q:.3f}'} | {state.activations.get(name, 0)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def topq_routing(pool: Pool, state: RunState, k: int, c_min: int) -> tuple[str, dict[str, Any]]:
+    """`ROUTING.md` of the `topq` export and its manifest summary."""
+    top = fallback_top_k(pool.names, state.q, state.activations, k, c_min)
+    table = RoutingTable(rules=(), default=tuple(top))
+    lines = [
+        "# Static routing table: top-Q",
+        "",
+        f"K = {len(top)}. No gate call at run time: every task activates the {len(top)} skills "
+        f"of highest Q-score (skills with at least {c_min} activations first), the paper's "
+        "static deployment mode. Edit the DEFAULT line by hand if you like.",
+        "",
+        table.rules_section().rstrip("\n"),
+        "",
+        "## Skills",
+        "",
+        "| skill | Q-score | activations |",
+        "|---|---|---|",
+    ]
+    for name in pool.names:
+        q = state.q.get(name)
+        lines.append(
+            f"| {name} | {'n/a' if q is None else f'{q:.3f}'} | {state.activations.get(name, 0)} |"
+        )
+    summary = {"routing": "top-Q", "default": list(top), "c_min": c_min}
+    return "\n".join(lines) + "\n", summary

@@ -2,9 +2,12 @@
 
 1. Parents: the top skill (highest Q among skills with ≥ c_min activations) and, unless
    `evolution.cobreed` is off, the highest-synergy pair. The plan is [mutate top, crossover pair].
-2. Eliminate max(M, len(plan)) of the lowest-Q eligible skills (never a parent; fewer if fewer
-   are eligible); M = 0 turns reproduction off. Each freed place gets one offspring, following
-   the plan (mutation first) and, past its end, again from its start with new sample indices.
+2. Eliminate exactly M = `evolution.eliminate` of the lowest-Q eligible skills (never a parent;
+   fewer if fewer are eligible), as the paper does (M = 1: one skill replaced per cycle); M = 0
+   turns reproduction off. Each freed place gets one offspring, following the plan from the
+   cycle's turn in it (cycle c = epoch // E starts at plan[c mod len(plan)]: with M = 1 and
+   co-breeding, cycles alternate mutation and crossover) and round it again with new sample
+   indices when M > len(plan).
 3. Offspring are asked for concurrently; each request is tried twice (sample k, then k + 1). A
    place still empty gets a fresh skill from a seed, else an elimination is undone (the
    highest-Q eliminated skill comes back), so the pool keeps its size N.
@@ -183,6 +186,7 @@ class Cycle:
     """What one evolution cycle has handed out so far: slugs, newborns, seeds."""
 
     taken: set[str]  # slugs never to give again (the run's names and this cycle's)
+    index: int = 0  # the cycle's number (epoch // E): its turn in the reproduction plan
     born: set[str] = field(default_factory=set)
     used_seeds: set[str] = field(default_factory=set)
 
@@ -205,7 +209,8 @@ async def next_generation(
     `generated_names(notes)` tell it which skills are new and which slugs are spent.
     """
     select = EvolutionSelection.of(state, config)
-    cycle = Cycle(taken=set(state.names_used) | set(pool.names))
+    every = config.evolution.every
+    cycle = Cycle(taken=set(state.names_used) | set(pool.names), index=state.epoch // every)
     pool, notes = await reproduce(lm, pool, select, config, seeds, fresh_rng, cycle)
     pool, more = await restore_diversity(lm, pool, select, config, seeds, fresh_rng, cycle)
     return pool, notes + more
@@ -228,10 +233,12 @@ async def reproduce(
     plan: list[tuple[str, tuple[str, ...]]] = [("mutate", (top,))] if top is not None else []
     if pair is not None:
         plan.append(("crossover", pair))
-    count = max(cfg.eliminate, len(plan)) if cfg.eliminate > 0 and plan else 0
-    removed = select.eliminate(pool.names, count, keep={p for _, ps in plan for p in ps})
+    count = cfg.eliminate if plan else 0
+    turn = cycle.index % len(plan) if plan else 0
+    slots = [plan[(turn + i) % len(plan)] for i in range(count)]
+    removed = select.eliminate(pool.names, count, keep={p for _, ps in slots for p in ps})
     survivors = Pool(skills=tuple(s for s in pool if s.name not in removed), gate=pool.gate)
-    slots = [plan[i % len(plan)] for i in range(len(removed))]
+    slots = slots[: len(removed)]
     jobs = [
         offspring_job(kind, ps, survivors, cfg.mutation_fraction, ATTEMPTS * (i // len(plan)))
         for i, (kind, ps) in enumerate(slots)

@@ -47,6 +47,7 @@ class Plan:
     optimizer: Role
     pilot: PilotResult | None
     budget: int | None  # llm.max_calls
+    power: dict[str, Any] | None = None  # moscopt.planning.power (None: strict acceptance)
 
     @property
     def bound(self) -> int:
@@ -92,7 +93,7 @@ class Plan:
             "batch": s.batch, "val": s.val, "agent_steps": s.steps,
             "gate_calls_per_rollout": s.gate_calls, "calls_per_rollout_max": s.rollout_calls,
             "max_val_samples": s.max_samples, "concurrency": s.concurrency,
-            "evolution_cycles": s.evolution_epochs,
+            "evolution_cycles": s.evolution_epochs, "certificate_tasks": s.certificate,
         }  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
@@ -116,6 +117,7 @@ class Plan:
             "phases": [self.row(p) for p in self.parts],
             "total": self.total(),
             "max_calls": self.budget,
+            "power": self.power,
         }
 
 
@@ -173,7 +175,15 @@ def shape_of(
         external_agent=bool(config.agent.command),
         aggregate_calls=1 if halting.enabled and halting.aggregator == "llm" else 0,
         overlap=opt.overlap,
+        certificate=config.training.certificate_samples * held_out_tasks(config, splits),
     )
+
+
+def held_out_tasks(config: Config, splits: Splits) -> int:
+    """The tasks the end-of-run certificate uses (`engine.certificate.held_out`)."""
+    if splits.test:
+        return len(splits.test)
+    return len(splits.val) - max(1, math.ceil(config.optimizer.p_val * len(splits.val)))
 
 
 def make_plan(
@@ -213,9 +223,14 @@ def make_plan(
         )  # fmt: skip
         measures = result.measures
     agent, optimizer = _roles(config, bench, splits, pool, result, latency)
-    return Plan(
-        shape, measures, count(shape, measures), agent, optimizer, result, config.llm.max_calls
-    )
+    power = None
+    if config.optimizer.acceptance == "paired":
+        from moscopt.planning.power import power_summary
+
+        opt = config.optimizer
+        power = power_summary(shape.val, opt.max_val_samples, opt.confidence, opt.margin)
+    parts = count(shape, measures)
+    return Plan(shape, measures, parts, agent, optimizer, result, config.llm.max_calls, power)
 
 
 def _roles(

@@ -13,7 +13,9 @@ Where the bound comes from (an uninterrupted run; a resumed run replays from the
   at most (2·s_max - 1)·|V| rollouts; `strict` is s_max = 1;
 - an EditAdam step reflects on ceil(B / M_b) groups, merges M_g at a time, proposes once; an
   autonomous budget adds one call per step;
-- evolution asks each offspring, backup and injected skill at most twice (`evolve.ATTEMPTS`).
+- evolution asks each offspring, backup and injected skill at most twice (`evolve.ATTEMPTS`);
+  its decisions (and the lifecycle's) are non-inferiority tests, bounded like any decision;
+- the certificate rolls the final and the seed pool out once per held-out task and sample.
 
 The expected count replaces each "at most" by what the pilot saw (calls per rollout, targets
 per step, the share of proposals that changed their skill) and by averages that do not depend
@@ -31,6 +33,9 @@ from dataclasses import dataclass, field
 ATTEMPTS = 2  # moscopt.optimizer.evolve.ATTEMPTS (kept here so the count needs no engine import)
 PAIRED_EVALUATIONS = 1.9  # rollouts per validation task per paired decision, on average
 PAIRED_LOOKS = 1.45  # sample indices looked at per paired decision (1.9 = looks + looks - 1)
+# a non-inferiority decision (evolution, restoration, lifecycle) looks longer: about 3 looks,
+# 5 rollouts per validation task (scripts/bench_acceptance.py)
+NON_INFERIOR_EVALUATIONS = 5.0
 CODREAM_CALLS = 4  # diagnose, contrast, imagine, distil
 
 
@@ -64,6 +69,7 @@ class Shape:
     external_agent: bool = False
     aggregate_calls: int = 0  # 1: an LLM aggregator ends each rollout (memory.halting)
     overlap: bool = True  # optimizer.overlap: independent optimizer calls asked at once
+    certificate: int = 0  # held-out tasks x samples of the end-of-run certificate (0: off)
 
     @property
     def rollout_calls(self) -> int:
@@ -191,26 +197,29 @@ def count(shape: Shape, m: Measures) -> list[Part]:
         gate.optimizer_waves = E * g * (budget + 2)
         gate.agent_waves += E * g * m.applied * decision_waves
 
+    kept = 1.0 if s.max_samples == 1 else min(NON_INFERIOR_EVALUATIONS, evals_max)
+    kept_waves = (math.ceil(V / c) + (kept - 1) / 2 * math.ceil(2 * V / c)) * r
     evo = Part("evolution", "start, offspring, validation")
     evo.bound = E * V * r_max  # the evolve phase's start (expected from the validator's cache)
     cycles = s.evolution_epochs
     if cycles and s.lifecycle:
         evo.optimizer = cycles * 1.0
-        evo.agent = cycles * evals * V * r
+        evo.agent = cycles * kept * V * r
         evo.bound += cycles * 4 * (ATTEMPTS + decision_bound)
         evo.optimizer_waves = cycles * 1.0
-        evo.agent_waves = cycles * decision_waves
+        evo.agent_waves = cycles * kept_waves
         evo.notes.append("lifecycle: one operator expected, four at most")
     elif cycles:
         plan = 1 + (1 if s.cobreed and s.n >= 2 else 0)
-        jobs = max(s.eliminate, plan) if s.eliminate > 0 else 0
+        jobs = s.eliminate if plan else 0  # exactly M offspring per cycle
         evo.optimizer = cycles * jobs
-        evo.agent = cycles * (evals * V * r if jobs else 0.0)
+        evo.agent = cycles * (kept * V * r if jobs else 0.0)
         drafts = 2 * jobs * ATTEMPTS + ATTEMPTS + s.fresh_skills * ATTEMPTS
         evo.bound += cycles * (drafts + decision_bound)
         # offspring concurrently, then backups, the forced mutation and fresh skills
         evo.optimizer_waves = cycles * (min(1, jobs) if s.overlap else jobs)
-        evo.agent_waves = cycles * (decision_waves if jobs else 0.0)
+        evo.agent_waves = cycles * (kept_waves if jobs else 0.0)
+        evo.notes.append("non-inferiority decisions: about 3 looks each")
         evo.notes.append("diversity repairs (forced mutation, fresh skills): in the bound only")
 
     mem = Part("memory", "condensation")
@@ -224,4 +233,10 @@ def count(shape: Shape, m: Measures) -> list[Part]:
         if not s.overlap:
             mem.optimizer_waves = mem.optimizer
         mem.notes.append("one call per target edited in the epoch, all at once")
-    return [roll, prop, val, gate, evo, mem]
+    cert = Part("end", "certificate")
+    if s.certificate:
+        cert.agent = 2 * s.certificate * r  # final and seed pool, every held-out task
+        cert.bound = 2 * s.certificate * r_max
+        cert.agent_waves = 2 * math.ceil(s.certificate / c) * r
+        cert.notes.append("final vs seed pool on held-out tasks (--no-certificate: none)")
+    return [roll, prop, val, gate, evo, mem, cert]

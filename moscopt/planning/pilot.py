@@ -100,7 +100,8 @@ def run_pilot(
     from moscopt.core.skills import Pool as PoolType
     from moscopt.optimizer.engine.skills_phase import batches
     from moscopt.optimizer.policies.edit_targets import SUCCESS
-    from moscopt.run.ledger import LLMCall, read_events
+    from moscopt.run.ledger import LLMCall
+    from moscopt.run.ledger_read import read_events
 
     # the project's cache, named absolutely: the throwaway run lives outside the project
     llm = config.llm.model_copy(update={"cache_dir": str(cache_dir)})

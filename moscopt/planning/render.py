@@ -59,6 +59,10 @@ def lines(plan: Plan) -> list[str]:
     ]
     if plan.budget is not None and plan.budget < plan.bound:
         tail.append(f"llm.max_calls = {plan.budget:,}: the run may stop at that budget")
+    if plan.power is not None:
+        from moscopt.planning.power import power_lines
+
+        tail.extend(power_lines(plan.power))
     if data["total"]["seconds"] is None:
         tail.append("time unknown without a pilot: pass --latency SECONDS to assume one")
     return [*head, "", *tail]

@@ -1,14 +1,11 @@
-"""`moscopt report`: a Markdown (or HTML) page about one run, with a learning-curve plot.
-
-The page holds the run's settings and totals, the learning curve (validation score per step and
-cumulative LLM calls and cost per step, a PNG next to the page), the best validation score per
-epoch, the comparison of evaluated deployment modes (from `<run>/exports/eval-*.jsonl`), every
-edit decision, every evolution cycle, the run's health and routing (`moscopt.report.sections`,
-`moscopt.report.routing`) and the final pool with its Q-scores. Apart from the
-generation time in its second line, the output is a function of the run directory.
-
-matplotlib is optional (`pip install moscopt[report]`) and imported only to draw; without it
-the page is written without the plot and says so.
+"""`moscopt report`: a Markdown (or HTML) page about one run, with a learning-curve plot. It holds
+the run's settings and totals, the learning curve (validation score per step and cumulative LLM
+calls and cost per step, a PNG next to the page), the best validation score per epoch, the
+comparison of evaluated deployment modes (from `<run>/exports/eval-*.jsonl`), every edit decision,
+every evolution cycle, the run's health and routing (`report.sections`,
+`report.routing`) and the final pool with its Q-scores. Apart from the generation time in its
+second line, the output is a function of the run directory. matplotlib is optional
+(`pip install moscopt[report]`) and imported only to draw; without it the page says so.
 """
 
 from __future__ import annotations
@@ -283,6 +280,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
                 ["N / K", f"{config.pool.n} / {config.pool.k}"],
                 ["epochs / steps", f"{state.epoch} / {state.step}"],
                 ["validation score", f"{_f(first)} -> {_f(final)} (best {_f(best)})"],
+                ["certificate (held-out tasks)", _certificate_cell(run, history)],
                 [
                     "edits",
                     ", ".join(f"{counts[k]} {k}" for k in sorted(counts)) or "none",
@@ -389,3 +387,14 @@ def _since(history: History, name: str) -> str:
         if name in v.pool or (name == "gate" and v.pool.gate is not None):
             return "start" if v.step is None else f"step {v.step}"
     return "-"
+
+
+def _certificate_cell(run: RunDir, history: History) -> str:
+    """The run's last certificate line (final vs seed pool on held-out tasks), or why none."""
+    from moscopt.optimizer.engine.certificate import line
+    from moscopt.run.ledger import CertificateEvent
+
+    found = [e for e in history.events if isinstance(e, CertificateEvent)]
+    if not found:
+        return "none (the run has not ended, or ran with --no-certificate)"
+    return line(found[-1], run).removeprefix("certificate: ")

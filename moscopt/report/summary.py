@@ -126,6 +126,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "best_val_by_epoch": _best_per_epoch(history),
         "totals": state.totals.model_dump(),
         "checkpoints": len(run.checkpoints()),
+        "certificate": _certificate(run, history),
     }
 
 
@@ -136,6 +137,18 @@ def _halting(run: RunDir, state: Any) -> dict[str, Any]:
 
     events = run.read_events(state, ["rollout"])
     return halting_counts(e for e in events if isinstance(e, RolloutEvent))
+
+
+def _certificate(run: RunDir, history: History) -> dict[str, Any] | None:
+    """The run's last certificate (final pool vs seed pool on held-out tasks) and its line."""
+    from moscopt.optimizer.engine.certificate import line
+    from moscopt.run.ledger import CertificateEvent
+
+    found = [e for e in history.events if isinstance(e, CertificateEvent)]
+    if not found:
+        return None
+    data = found[-1].model_dump(mode="json", exclude={"t", "type"})
+    return {**data, "line": line(found[-1], run)}
 
 
 def _specialization(run: RunDir) -> dict[str, Any]:

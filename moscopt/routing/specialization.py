@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from moscopt.extensions.niches.competence import concentration
+from moscopt.run.ledger_read import read_events
 
 if TYPE_CHECKING:
     from moscopt.run.ledger import RolloutEvent
@@ -79,7 +80,7 @@ def run_specialization(
         niche_of, reason = _benchmark_niches(run)
         if niche_of is None:
             return {"index": None, "reason": reason, "niches": {}, "by_epoch": {}}
-    events = run.events.read(upto=state.events_bytes or None, kinds={"rollout"})
+    events = read_events(run.events.path, upto=state.events_bytes or None, kinds={"rollout"})
     rollouts = [e for e in events if isinstance(e, RolloutEvent)]
     by_epoch: dict[int, list[RolloutEvent]] = defaultdict(list)
     for r in rollouts:

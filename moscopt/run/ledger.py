@@ -13,11 +13,10 @@ inspection commands, skipping the bulky line types a reader did not ask for with
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -227,6 +226,28 @@ class LifecycleEvent(_Where):
     decision: Decision | None = None
 
 
+class CertificateEvent(BaseEvent):
+    """The end of a run: its final pool against the pool it started from, on tasks no decision
+    saw, paired per task (`moscopt.optimizer.engine.certificate`)."""
+
+    type: Literal["certificate"] = "certificate"
+    verdict: Literal["better", "no detectable difference", "worse", "skipped"]
+    split: str = ""  # "test", or "val (held out)": validation tasks no decision used
+    tasks: int = 0
+    samples: int = 0  # sample indices per task
+    seed_pool: str = ""  # digest[:12]
+    final_pool: str = ""
+    seed_score: float | None = None
+    final_score: float | None = None
+    mean_diff: float | None = None  # final - seed, mean over the tasks
+    low: float | None = None  # 95% interval of mean_diff
+    high: float | None = None
+    p_value: float | None = None  # two-sided, exact (sign flips of the per-task differences)
+    detectable: float | None = None  # the smallest |mean_diff| the verdict could call a change
+    seed_checkpoint: str | None = None  # what `moscopt export` can hand back
+    reason: str = ""  # why skipped
+
+
 Event = Annotated[
     TrainStart
     | Validation
@@ -239,16 +260,17 @@ Event = Annotated[
     | Notice
     | TransferEvent
     | Dreamed
-    | LifecycleEvent,
+    | LifecycleEvent
+    | CertificateEvent,
     Field(discriminator="type"),
 ]
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 POOL_CHANGES = frozenset({"edit", "evolution", "gate_restored", "lifecycle"})
 # What the inspection commands read; `llm_call` and `rollout` lines are the bulk of a log.
 CORE_KINDS = frozenset(
-    {"train_start", "edit", "evolution", "gate_restored", "lifecycle", "validation"}
+    {"train_start", "edit", "evolution", "gate_restored", "lifecycle", "validation", "certificate"}
 )
-_TYPE = re.compile(rb'"type": *"([a-z_]+)"')
+TYPE_PATTERN = re.compile(rb'"type": *"([a-z_]+)"')
 
 
 def parse_event(line: str | bytes) -> Event:
@@ -286,12 +308,6 @@ class EventLog:
                 out.append(_parse_line(f.readline(), self.path, offset=offset))
         return out
 
-    def read(self, upto: int | None = None, kinds: Iterable[str] | None = None) -> list[Event]:
-        return read_events(self.path, upto, kinds)
-
-    def of_type(self, kind: str) -> list[Event]:
-        return self.read(kinds={kind})
-
 
 class CallSink:
     """The LM layer's event sink: each call record becomes an `llm_call` event, stamped with
@@ -307,106 +323,14 @@ class CallSink:
         self.log.append(LLMCall(**{**known, **self.where()}))
 
 
-def read_events(
-    path: Path,
-    upto: int | None = None,
-    kinds: Iterable[str] | None = None,
-    *,
-    sha256: str | None = None,
-) -> list[Event]:
-    """The events of the first `upto` bytes of `path` (all: None), only `kinds` if given.
-
-    A malformed line is corruption and a `UserError` naming the file and line, except a torn last
-    line (a process killed mid-append), which is skipped. With `upto` (what the run's state
-    recorded at its last save) the log must hold at least that many bytes, and with `sha256`
-    those bytes must have that digest (`check_ledger`): a log lost, cut or rewritten since is a
-    `UserError`, never an empty or different history.
-    """
-    data = _read(path, upto)
-    events = _parse(data, path, None if kinds is None else frozenset(kinds))
-    _agree(data, path, upto, sha256)
-    return events
-
-
-def check_ledger(path: Path, upto: int, sha256: str | None) -> None:
-    """A `UserError` (exit 2) unless the first `upto` bytes of `path` are there and (with
-    `sha256`) have that digest. Only a log that fails is parsed, to name a damaged line first."""
-    data = _read(path, upto)
-    if len(data) < upto or (sha256 is not None and hashlib.sha256(data).hexdigest() != sha256):
-        _parse(data, path, None)
-        _agree(data, path, upto, sha256)
-
-
-def _read(path: Path, upto: int | None) -> bytes:
-    if not path.is_file():
-        if upto:
-            raise UserError(
-                f"is missing, but the run's state records {upto} bytes of it: " + LEDGER_MISMATCH,
-                path=path,
-            )
-        return b""
-    with open(path, "rb") as f:
-        return f.read() if upto is None else f.read(upto)
-
-
-def _parse(data: bytes, path: Path, wanted: frozenset[str] | None) -> list[Event]:
-    lines = data.split(b"\n")
-    events: list[Event] = []
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        if wanted is not None:
-            m = _TYPE.search(raw, 0, 200)  # the type sits near the start of every line
-            if m is not None and m.group(1).decode() not in wanted:
-                continue
-        try:
-            event = parse_event(raw)
-        except ValidationError as e:
-            if i == len(lines) - 1 and _is_torn(raw):
-                break
-            raise UserError(_describe(e), path=path, line=i + 1) from None
-        if wanted is None or event.type in wanted:
-            events.append(event)
-    return events
-
-
-def _agree(data: bytes, path: Path, upto: int | None, sha256: str | None) -> None:
-    if upto is not None and len(data) < upto:
-        raise UserError(
-            f"holds {len(data)} bytes, but the run's state records {upto}: " + LEDGER_MISMATCH,
-            path=path,
-        )
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise UserError(
-            "does not match the digest the run's state records for it (rewritten or edited "
-            "since the last save): " + LEDGER_MISMATCH,
-            path=path,
-        )
-
-
-LEDGER_MISMATCH = (
-    "the event log and state.json no longer agree, so the run's history is not what its state "
-    "was built on. Restore the run's events.jsonl (from a backup), or start a new run "
-    "(--run elsewhere); nothing was changed"
-)
-
-
 def _parse_line(raw: bytes, path: Path, *, offset: int) -> Event:
     try:
         return parse_event(raw)
     except ValidationError as e:
-        raise UserError(f"at byte {offset}: {_describe(e)}", path=path) from None
+        raise UserError(f"at byte {offset}: {describe_error(e)}", path=path) from None
 
 
-def _is_torn(raw: bytes) -> bool:
-    try:
-        json.loads(raw)
-    except ValueError:
-        return True
-    return False
-
-
-def _describe(e: ValidationError) -> str:
+def describe_error(e: ValidationError) -> str:
     err = e.errors()[0]
     if err.get("type") == "json_invalid":
         return f"bad JSON line: {err.get('msg', '')}"

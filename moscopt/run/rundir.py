@@ -42,7 +42,8 @@ from moscopt.core.skills import Pool
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text, storage
-from moscopt.run.ledger import Event, EventLog, check_ledger, read_events
+from moscopt.run.ledger import Event, EventLog
+from moscopt.run.ledger_read import check_ledger, read_events
 from moscopt.run.state import RunState, SchemaTooNew, migrate
 
 STATE_FILE = "state.json"

@@ -52,6 +52,9 @@ _ALL: tuple[Configuration, ...] = (
         "single-skill", "N = K = 1 (one skill, no gate)", overrides={"pool.n": 1, "pool.k": 1}
     ),
     Configuration(
+        "k-equals-1", "K = 1: one skill active per task (N unchanged)", overrides={"pool.k": 1}
+    ),
+    Configuration(
         "random-gate", "the gate picks K skills at random", overrides={"gating.policy": "random"}
     ),
     Configuration(
@@ -98,7 +101,14 @@ _ALL: tuple[Configuration, ...] = (
     # Table 3: deployment modes of the full run, and the no-skill baseline
     Configuration(
         "static",
-        "the full run's static routing table (no gate call)",
+        "the full run's top-Q skills for every task (the paper's static mode, no gate call)",
+        table="deployment",
+        kind="export",
+        mode="topq",
+    ),
+    Configuration(
+        "static-table",
+        "the full run's learned IF/THEN routing table (no gate call)",
         table="deployment",
         kind="export",
         mode="static",

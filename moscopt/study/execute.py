@@ -94,6 +94,9 @@ class _Context:
             "seed": seed,
             "benchmark": self.benchmark,
             "llm.max_calls": self.spec.budget_calls,
+            # no end-of-run certificate: the study compares every row on the test split itself,
+            # and the training budget is for training
+            "training.certificate_samples": 0,
         }
         if cache is not None:
             keys["llm.cache_dir"] = str(cache.resolve())

@@ -40,8 +40,10 @@ def tasks(prefix: str, n: int) -> list[Task]:
     ]
 
 
-def splits(n_train: int = 4, n_val: int = 4) -> Splits:
-    return Splits(train=tasks("train", n_train), val=tasks("val", n_val), test=tasks("test", 2))
+def splits(n_train: int = 4, n_val: int = 4, n_test: int = 2) -> Splits:
+    return Splits(
+        train=tasks("train", n_train), val=tasks("val", n_val), test=tasks("test", n_test)
+    )
 
 
 def gold_of(prompt: str) -> str:
@@ -134,7 +136,7 @@ def scripted_lm() -> FakeLM:
 
 
 def make_run(
-    tmp_path: Path, seed_dir: Path, **overrides: Any
+    tmp_path: Path, seed_dir: Path, *, val_tasks: int = 4, **overrides: Any
 ) -> tuple[RunDir, Config, Benchmark, Splits, Pool]:
     seeds = Pool.load(seed_dir, require_gate=True)
     names = ("careful-computation", "cautious-planner", "detail-verifier")
@@ -150,7 +152,7 @@ def make_run(
         "llm.concurrency": 2,
     }
     config = load_config(None, {**defaults, **overrides})
-    sp = splits()
+    sp = splits(n_val=val_tasks)
     bench = get_benchmark("offline")
     run = RunDir.create(tmp_path / "run", config, pool, initial_state(config, pool, "offline", sp))
     return run, config, bench, sp, seeds

@@ -7,7 +7,10 @@ and whether the rule is present, so a run is reproducible; with `noise="prompt"`
 the hash also covers the whole system prompt, as sampling at temperature > 0 does: any change
 of wording redraws every answer, while the same prompt at the same sample index always gets
 the same answer. With `noise="rule"` only the presence of the rule counts, and a reworded
-prompt gets exactly the answers of the original.
+prompt gets exactly the answers of the original. With `noise="seed"` the draw is common to every
+prompt (a hash of the task and the sample index only, as a server that honours the seed and
+samples the same tokens would): a task is solved with the rule whenever it is solved without it
+(when p_with >= p_without), so paired differences are nonzero only where the rule matters.
 
 A correct answer is `FINAL ANSWER: <gold>`, a wrong one `FINAL ANSWER: unknown`; the
 benchmark's own grader scores them.
@@ -33,7 +36,7 @@ class RuleWorld:
     p_without: float
     p_with: float
     base_seed: int = 0
-    noise: Literal["prompt", "rule"] = "prompt"
+    noise: Literal["prompt", "rule", "seed"] = "prompt"
     _gold: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -46,7 +49,8 @@ class RuleWorld:
         """Whether the agent answers this task right at this sample index with this prompt."""
         has_rule = self.rule in system
         prompt = hashlib.sha256(system.encode()).hexdigest() if self.noise == "prompt" else ""
-        key = json.dumps([task_prompt, sample, has_rule, prompt])
+        parts = [task_prompt, sample] + ([] if self.noise == "seed" else [has_rule, prompt])
+        key = json.dumps(parts)  # "seed": common random numbers, the same draw for every prompt
         u = int(hashlib.sha256(key.encode()).hexdigest()[:15], 16) / 16**15
         return u < (self.p_with if has_rule else self.p_without)
 

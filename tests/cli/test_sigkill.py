@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import server_responder as responder
@@ -79,7 +80,7 @@ def test_sigkill_at_many_points_then_resume_gives_the_same_pool(project: Path) -
         ref = RunDir.open(project / "runs/ref")
         ref_pool, ref_state = ref.load_pool(), ref.load_state()
         assert ref_state.accepted_edits() >= 1
-        ref_events = ref.events.read()
+        ref_events = read_events(ref.events.path)
         total = len(ref_events)
 
         landed: list[str] = []
@@ -99,7 +100,7 @@ def test_sigkill_at_many_points_then_resume_gives_the_same_pool(project: Path) -
                 ref_state.synergy,
                 ref_state.activations,
             ), run
-            events = done.events.read()  # every line parses, no torn lines
+            events = read_events(done.events.path)  # every line parses, no torn lines
             for kind in ("rollout", "edit", "evolution", "epoch_end"):
                 got = [e for e in events if e.type == kind]
                 want = [e for e in ref_events if e.type == kind]

@@ -40,6 +40,11 @@ def test_train_status_eval_end_to_end(project: Path) -> None:
         result = runner.invoke(app, train_args(server.url))
         assert result.exit_code == 0, result.output
         assert "validation score: 0.000 -> 1.000" in result.output
+        # the run ends with its certificate: 2 test tasks cannot show a gain, and it says so
+        assert "certificate: NO DETECTABLE DIFFERENCE from the seed pool (seed 0.000 -> final " \
+            "1.000" in result.output  # fmt: skip
+        assert "2 held-out tasks can never show a difference" in result.output
+        assert "moscopt eval --skills" in result.output
         skill = (project / "runs/r1/skills/careful-computation/SKILL.md").read_text()
         assert MAGIC in skill
 
@@ -47,6 +52,8 @@ def test_train_status_eval_end_to_end(project: Path) -> None:
         data = json.loads(status.output)
         assert data["edits"]["accepted"] == 1 and data["status"] == "done"
         assert data["totals"]["calls"] == server.count("ok") > 0
+        assert data["certificate"]["verdict"] == "no detectable difference"
+        assert data["certificate"]["tasks"] == 2 and data["certificate"]["split"] == "test"
 
         before = server.count()
         mixture = runner.invoke(app, ["eval", "--run", "runs/r1", "--split", "test", "--json"])
@@ -55,7 +62,7 @@ def test_train_status_eval_end_to_end(project: Path) -> None:
         assert summary["score"] == 1.0 and summary["mode"] == "mixture" and summary["tasks"] == 2
         lines = (project / summary["results"]).read_text().splitlines()
         assert len(lines) == 2 and json.loads(lines[0])["reward"] == 1.0
-        assert server.count() > before
+        assert server.count() == before  # the certificate rolled the final pool out on test
 
         baseline = runner.invoke(
             app,
@@ -159,3 +166,5 @@ def test_an_unchanged_pool_reports_its_one_score(project: Path) -> None:
         args[args.index("--run") + 1] = "runs/r2"
         text = runner.invoke(app, args)
         assert "(pool unchanged: no edit was accepted)" in text.output and "->" not in text.output
+        assert "certificate: skipped (the run kept the pool it started from" in text.output
+        assert out["certificate"]["verdict"] == "skipped"

@@ -17,14 +17,26 @@ def test_credit_matches_the_papers_rules() -> None:
     ]
     means = assign_credit(state, outcomes, beta=0.3)
     assert means == {"a": pytest.approx(2 / 3), "b": 1.0, "c": 0.5}
-    assert state.q == means  # first batch sets Q to the mean
+    # Q starts from the prior 0.5 and moves by beta towards the batch mean
+    assert state.q == {n: pytest.approx(0.7 * 0.5 + 0.3 * m) for n, m in means.items()}
     assert state.activations == {"a": 3, "b": 3, "c": 2}
     assert synergy_of(state, "a", "b") == 2 and synergy_of(state, "b", "c") == 1
     assert synergy_of(state, "a", "c") == 0  # the failed rollout adds no synergy
     assign_credit(state, [Outcome(["a"], 0.0)], beta=0.3)
-    assert state.q["a"] == pytest.approx(0.7 * (2 / 3))
+    assert state.q["a"] == pytest.approx(0.7 * (0.35 + 0.3 * 2 / 3))
     forget(state, "a")
     assert "a" not in state.q and synergy_of(state, "a", "b") == 0 and state.synergy
+
+
+def test_q_starts_from_the_papers_prior() -> None:
+    """The paper's worked example (§A.5): with beta 0.3, skills 1 and 3 of a successful rollout
+    move to 0.65 and skill 5 of a failed one to 0.35 (a first batch used to set 1.0 and 0.0)."""
+    state = RunState()
+    assign_credit(state, [Outcome(["s1", "s3"], 1.0), Outcome(["s5"], 0.0)], beta=0.3)
+    assert state.q == {"s1": pytest.approx(0.65), "s3": pytest.approx(0.65), "s5": 0.35}
+    other = RunState()
+    assign_credit(other, [Outcome(["s1"], 1.0)], beta=0.3, prior=0.2)
+    assert other.q == {"s1": pytest.approx(0.44)}
 
 
 def test_schedules() -> None:

@@ -119,3 +119,31 @@ def test_corrupt_routing_table_is_one_clear_error(trained: Trained) -> None:
     path.write_text("\n".join(lines) + "\n")
     result = trained.invoke("route", "apples", "--run", str(trained.run), "--mode", "static")
     assert result.exit_code == 2 and f"ROUTING.md:{n + 1}: unknown skill 'nobody'" in result.output
+
+
+def test_topq_export_is_the_papers_static_mode(trained: Trained) -> None:
+    """Table 3's "static top-Q routing": every task activates the K skills of highest Q (the
+    learned `static` table cannot reproduce that row)."""
+    result = trained.invoke("export", "--mode", "topq", "--run", str(trained.run), "--json")
+    assert result.exit_code == 0, result.output
+    run = RunDir.open(trained.root / trained.run)
+    state = run.load_state()
+    k = run.load_config().pool.k
+    ranked = sorted(state.q, key=lambda n: (-state.q[n], n))
+    out = trained.root / trained.run / "exports/topq"
+    table = RoutingTable.load(out / "ROUTING.md")
+    assert table.rules == () and sorted(table.default) == sorted(ranked[:k])
+    assert json.loads(result.output)["static"]["routing"] == "top-Q"
+    before = len(trained.server.log)
+    evaluated = trained.invoke(
+        "eval", "--run", str(trained.run), "--mode", "topq", "--split", "all", "--json"
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    summary = json.loads(evaluated.output)
+    assert summary["mode"] == "topq" and summary["tasks"] == 14
+    asked = [r.body["messages"][-1]["content"] for r in trained.server.log[before:]]
+    assert not [m for m in asked if "## Available skills" in m]  # no gate call
+    rollouts = [
+        json.loads(line) for line in (trained.root / summary["results"]).read_text().splitlines()
+    ]
+    assert {tuple(sorted(r["skills"])) for r in rollouts} == {tuple(sorted(table.default))}

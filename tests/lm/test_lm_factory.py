@@ -11,6 +11,7 @@ import pytest
 from moscopt.config import Config, LLMConfig
 from moscopt.errors import UserError
 from moscopt.lm import LMSetupError, build_lm, check_model
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import EventLog
 from moscopt.testing import FakeServer
 
@@ -34,7 +35,7 @@ def test_build_for_an_endpoint_with_events_and_run_cache(tmp_path: Path) -> None
         lm.complete([{"role": "user", "content": "hi"}], purpose="test")
         lm.complete([{"role": "user", "content": "hi"}], purpose="test")
         assert server.count() == 1
-    calls = log.read(kinds=["llm_call"])
+    calls = read_events(log.path, kinds=["llm_call"])
     assert [c.cache_hit for c in calls] == [False, True]  # type: ignore[union-attr]
     assert calls[0].purpose == "test" and calls[0].model == "openai/served"  # type: ignore[union-attr]
     assert (tmp_path / "cache").is_dir()

@@ -127,7 +127,9 @@ def test_fresh_skills_and_forced_mutation_never_replace_newborns_or_protected(
     pool = make_pool({**bodies, "e": SAME + "e\n", "f": distinct("f")})
     q = {"a": 0.9, "b": 0.1, "c": 0.5, "d": 0.2, "e": 0.3, "f": 0.35}
     state = RunState(q=q, activations=dict.fromkeys(q, 9), synergy={"a|c": 5})
-    config = settings(**{"pool.n": 6, "evolution.diversity_threshold": 0.0})
+    config = settings(
+        **{"pool.n": 6, "evolution.diversity_threshold": 0.0, "evolution.eliminate": 2}
+    )
 
     def answer(purpose: str, sample: int) -> str:
         body = SAME if purpose == "evolve-crossover" else distinct(purpose)
@@ -155,19 +157,44 @@ def test_fresh_injection_is_skipped_when_no_skill_is_eligible(seed_dir: Path) ->
     assert all(n["error"].startswith("skipped") for n in skipped)
 
 
+TWO = {"evolution.eliminate": 2}  # room for both offspring of the plan in one cycle
+
+
 def pair_pool() -> tuple[Pool, RunState]:
     pool = make_pool({n: distinct(n) for n in "abcd"})
     q = {"a": 0.9, "b": 0.6, "c": 0.1, "d": 0.2}
     return pool, RunState(q=q, activations=dict.fromkeys(q, 9), synergy={"a|b": 2})
 
 
-def test_each_cycle_mutates_the_top_skill_and_cobreeds_the_best_pair(seed_dir: Path) -> None:
+def test_each_cycle_replaces_exactly_m_skills_alternating_mutation_and_crossover(
+    seed_dir: Path,
+) -> None:
+    """M = 1 (the paper's default): one skill replaced per cycle, even with co-breeding on; the
+    cycles take turns in the plan (mutation, then crossover)."""
     pool, state = pair_pool()
     new, notes = evolve(ByPurpose(named_by_purpose), pool, state, settings(), seed_dir)
+    assert kinds(notes) == ["eliminate", "mutate", "diversity"]
+    assert notes[0]["skill"] == "c" and notes[1]["parents"] == ["a"]
+    assert new.names == ["a", "b", "d", "mutate"]  # a pool is ordered by name
+    state.epoch = 1
+    new, notes = evolve(ByPurpose(named_by_purpose), pool, state, settings(), seed_dir)
+    assert kinds(notes) == ["eliminate", "crossover", "diversity"]
+    assert notes[1]["parents"] == ["a", "b"]
+    assert new.names == ["a", "b", "crossover", "d"]
+    state.epoch = 3  # every E = 2 epochs: epoch 3 is cycle 1 (crossover's turn)
+    config = settings(**{"evolution.every": 2})
+    _, notes = evolve(ByPurpose(named_by_purpose), pool, state, config, seed_dir)
+    assert kinds(notes)[:2] == ["eliminate", "crossover"]
+
+
+def test_m_of_two_mutates_the_top_skill_and_cobreeds_the_best_pair(seed_dir: Path) -> None:
+    pool, state = pair_pool()
+    config = settings(**{"evolution.eliminate": 2})
+    new, notes = evolve(ByPurpose(named_by_purpose), pool, state, config, seed_dir)
     assert kinds(notes) == ["eliminate", "eliminate", "mutate", "crossover", "diversity"]
-    assert [n["skill"] for n in notes[:2]] == ["c", "d"]  # M = 1, but two offspring need room
+    assert [n["skill"] for n in notes[:2]] == ["c", "d"]
     assert [n["parents"] for n in notes[2:4]] == [["a"], ["a", "b"]]
-    assert new.names == ["a", "b", "crossover", "mutate"]  # a pool is ordered by name
+    assert new.names == ["a", "b", "crossover", "mutate"]
 
 
 def test_without_cobreeding_only_the_top_skill_is_reproduced(seed_dir: Path) -> None:
@@ -180,7 +207,7 @@ def test_without_cobreeding_only_the_top_skill_is_reproduced(seed_dir: Path) -> 
 
 def test_an_lm_that_fails_every_offspring_leaves_the_pool_at_n(seed_dir: Path) -> None:
     pool, state = pair_pool()
-    config = settings(**{"evolution.diversity_threshold": 0.0})
+    config = settings(**{**TWO, "evolution.diversity_threshold": 0.0})
     lm = ByPurpose(lambda purpose, sample: BROKEN)
     new, notes = evolve(lm, pool, state, config, seed_dir)
     assert new.names == pool.names and new.digest() == pool.digest()
@@ -200,7 +227,7 @@ def test_a_failed_offspring_is_retried_with_the_next_sample(seed_dir: Path) -> N
     def answer(purpose: str, sample: int) -> str:
         return BROKEN if sample == 0 else named_by_purpose(purpose, sample)
 
-    new, notes = evolve(ByPurpose(answer), pool, state, settings(), seed_dir)
+    new, notes = evolve(ByPurpose(answer), pool, state, settings(**TWO), seed_dir)
     assert new.names == ["a", "b", "crossover", "mutate"]  # a pool is ordered by name
     assert [(n["attempts"], n["error"]) for n in notes[2:4]] == [(2, None), (2, None)]
 
@@ -211,7 +238,7 @@ def test_an_offspring_failing_twice_is_replaced_by_a_fresh_seed_skill(seed_dir: 
     def answer(purpose: str, sample: int) -> str:
         return BROKEN if purpose == "evolve-crossover" else named_by_purpose(purpose, sample)
 
-    new, notes = evolve(ByPurpose(answer), pool, state, settings(), seed_dir)
+    new, notes = evolve(ByPurpose(answer), pool, state, settings(**TWO), seed_dir)
     assert new.names == ["a", "b", "fresh", "mutate"] and len(new) == len(pool)
     crossover = notes[3]
     assert crossover["kind"] == "crossover" and crossover["skill"] == "fresh"
@@ -234,7 +261,7 @@ def test_the_top_skill_for_reproduction_has_c_min_activations(seed_dir: Path) ->
 def test_generated_names_report_every_slug_of_the_cycle(seed_dir: Path) -> None:
     pool, state = pair_pool()
     state = state.model_copy(update={"names_used": ["a", "b", "c", "d", "mutate"]})
-    new, notes = evolve(ByPurpose(named_by_purpose), pool, state, settings(), seed_dir)
+    new, notes = evolve(ByPurpose(named_by_purpose), pool, state, settings(**TWO), seed_dir)
     # "mutate" was used earlier in the run (e.g. by a rejected cycle): never given again
     assert generated_names(notes) == ["mutate-2", "crossover"] == newborns(notes)
     assert set(generated_names(notes)) <= set(new.names)
@@ -248,14 +275,14 @@ def test_offspring_are_asked_for_concurrently_and_named_in_plan_order(seed_dir: 
 
     # the mutation answers last: names and order still follow the plan (mutation first)
     lm = ByPurpose(same_name, delays={"evolve-mutate": 5})
-    new, notes = evolve(lm, pool, state, settings(), seed_dir)
+    new, notes = evolve(lm, pool, state, settings(**TWO), seed_dir)
     assert lm.peak == 2 and [c[0] for c in lm.calls] == ["evolve-crossover", "evolve-mutate"]
     assert [(n["kind"], n["skill"]) for n in notes[2:4]] == [
         ("mutate", "child"),
         ("crossover", "child-2"),
     ]
     assert new.names == ["a", "b", "child", "child-2"]
-    again, _ = evolve(ByPurpose(same_name), pool, state, settings(), seed_dir)
+    again, _ = evolve(ByPurpose(same_name), pool, state, settings(**TWO), seed_dir)
     assert again.digest() == new.digest()
 
 

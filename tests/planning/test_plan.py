@@ -102,6 +102,10 @@ def test_no_pilot_makes_no_call_and_counts_the_worst_case(
     assert planned["total"]["seconds"] == pytest.approx(0.5 * planned["total"]["waves"], 0.01)
     table = runner.invoke(app, ["plan", *args(server.url, "--no-pilot")])
     assert table.exit_code == 0 and "at most" in table.stdout and "total" in table.stdout
+    assert "certificate" in table.stdout and "power: with |V|=" in table.stdout
+    assert "optimizer.margin = 0.1" in table.stdout
+    assert planned["power"]["detectable_gain"] is not None
+    assert planned["shape"]["certificate_tasks"] > 0
 
 
 def test_train_dry_run_prints_the_plan_and_trains_nothing(
@@ -190,7 +194,7 @@ def test_paired_bound_and_the_pilots_measures() -> None:
 
 
 def test_overlap_off_lengthens_the_critical_path_not_the_count() -> None:
-    on, off = shape(evolution_epochs=1), shape(evolution_epochs=1, overlap=False)
+    on, off = (shape(evolution_epochs=1, eliminate=2, overlap=o) for o in (True, False))
     a, b = count(on, worst_case(on)), count(off, worst_case(off))
     assert [p.calls for p in a] == [p.calls for p in b] and [p.bound for p in a] == [
         p.bound for p in b
@@ -200,3 +204,31 @@ def test_overlap_off_lengthens_the_critical_path_not_the_count() -> None:
     assert waves["reflect/propose"] == (2 * 3, 2 * 3 * 2)
     assert waves["start, offspring, validation"] == (1, 2)  # mutation and crossover in turn
     assert waves["condensation"][1] > waves["condensation"][0]
+
+
+def test_evolution_counts_exactly_m_offspring_and_a_non_inferiority_decision() -> None:
+    s = shape(evolution_epochs=2, max_samples=5, eliminate=1)
+    evo = {p.part: p for p in count(s, worst_case(s))}["start, offspring, validation"]
+    assert evo.optimizer == 2 * 1  # M = 1 per cycle, co-breeding or not (it was 2)
+    assert evo.agent == 2 * 5.0 * 5 * 2  # ~5 rollouts per validation task per decision
+    assert "non-inferiority decisions: about 3 looks each" in evo.notes
+
+
+def test_the_certificate_is_counted_and_off_with_zero_samples() -> None:
+    on = {p.part: p for p in count(shape(certificate=8), worst_case(shape()))}
+    assert on["certificate"].bound == 2 * 8 * 2 and on["certificate"].agent == 2 * 8 * 2
+    off = {p.part: p for p in count(shape(), worst_case(shape()))}
+    assert off["certificate"].bound == 0 and off["certificate"].calls == 0
+
+
+def test_power_names_the_smallest_detectable_gain_and_what_more_tasks_buy() -> None:
+    from moscopt.planning.power import acceptance_rate, power_lines, power_summary
+
+    power = power_summary(10, 5, 0.95, 0.1)
+    assert (
+        power["detectable_gain"] == 0.25 and power["detectable_gain_with_twice_the_tasks"] == 0.15
+    )
+    assert acceptance_rate(0.0, 10, 5, 0.95) <= 0.08  # a no-op: about alpha
+    text = " ".join(power_lines(power))
+    assert "from a true gain of +0.25" in text and "20 validation tasks: +0.15" in text
+    assert "optimizer.margin = 0.1" in text

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from moscopt.core.skills import Pool
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import server_responder
@@ -93,6 +94,6 @@ def test_second_process_on_the_same_run_refuses(
     assert state.status == "done"
     assert Pool.load(run.skills_dir).digest() == run.load_pool().digest()
     assert run.load_pool().digest() == reference.load_pool().digest()
-    events = run.events.read()  # every line parses
+    events = read_events(run.events.path)  # every line parses
     assert [e.type for e in events].count("train_start") == 1
     assert state.q == reference.load_state().q

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from moscopt.cli import app
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import server_responder
@@ -73,7 +74,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "q": state.q,
         "activations": state.activations,
         "val": [(p.epoch, p.step, p.phase, p.score) for p in state.val_history],
-        "edits": [(e.target, e.status) for e in run.events.of_type("edit")],
+        "edits": [(e.target, e.status) for e in read_events(run.events.path, kinds={"edit"})],
         "status": state.status,
     }
 
@@ -96,13 +97,18 @@ def test_train_under_faults_gives_the_fault_free_result(
     )
     assert run_summary(faulty_run) == run_summary(clean_run)
     # every training task of every minibatch rolled out exactly once
-    keys = Counter((e.epoch, e.batch, e.task_id) for e in faulty_run.events.of_type("rollout"))
+    keys = Counter(
+        (e.epoch, e.batch, e.task_id)
+        for e in read_events(faulty_run.events.path, kinds={"rollout"})
+    )
     assert keys and set(keys.values()) == {1}
     assert keys == Counter(
-        (e.epoch, e.batch, e.task_id) for e in clean_run.events.of_type("rollout")
+        (e.epoch, e.batch, e.task_id) for e in read_events(clean_run.events.path, kinds={"rollout"})
     )
     # the same logical calls, with the retries recorded on them
-    assert len(faulty_run.events.of_type("llm_call")) == len(clean_run.events.of_type("llm_call"))
+    assert len(read_events(faulty_run.events.path, kinds={"llm_call"})) == len(
+        read_events(clean_run.events.path, kinds={"llm_call"})
+    )
 
 
 def test_eval_permanent_401_stops_with_a_clear_message(project: Path) -> None:

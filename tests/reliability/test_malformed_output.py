@@ -19,6 +19,7 @@ from moscopt.app.workspace import make_trainer
 from moscopt.core.skills import Pool
 from moscopt.lm.base import LMRequest
 from moscopt.run.ledger import EvolutionEvent
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, make_run, respond
@@ -102,12 +103,12 @@ def test_unusable_gate_answers_fall_back_to_top_k(
     responder, seen = replacing(is_gate, GATE_ANSWERS[case])
     run = train(tmp_path, seed_dir, responder, **{"training.epochs": 1})
     assert seen
-    rollouts = run.events.of_type("rollout")
+    rollouts = read_events(run.events.path, kinds={"rollout"})
     assert rollouts and all(r.activation == "fallback" for r in rollouts)
     assert all(r.gate_error for r in rollouts)  # the reason is logged
     assert all(len(r.skills) == 2 and set(r.skills) <= SEED_NAMES for r in rollouts)
     assert all(len(set(r.skills)) == 2 for r in rollouts)
-    validations = run.events.of_type("validation")
+    validations = read_events(run.events.path, kinds={"validation"})
     assert validations and all(v.fallbacks == v.tasks for v in validations)
     assert_valid_pool(run, SEED_NAMES)
 
@@ -171,7 +172,7 @@ def test_malformed_edit_proposals_are_skipped_or_rejected(
     responder, seen = replacing(is_proposal, answer)
     run = train(tmp_path, seed_dir, responder, **{"training.epochs": 1})
     assert seen
-    events = run.events.of_type("edit")
+    events = read_events(run.events.path, kinds={"edit"})
     assert events and {e.status for e in events} <= allowed, events
     for e in events:
         if e.status == "unusable":
@@ -227,7 +228,7 @@ def test_invalid_evolution_offspring_never_breaks_the_pool(
         **{"training.epochs": 1, "evolution.enabled": True, "credit.c_min": 1},
     )
     assert seen, "evolution never asked for offspring"
-    evolution = run.events.of_type("evolution")
+    evolution = read_events(run.events.path, kinds={"evolution"})
     assert evolution
     notes = [n for e in evolution for n in e.changes if n["kind"] in ("mutate", "crossover")]
     assert notes

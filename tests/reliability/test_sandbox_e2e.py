@@ -25,6 +25,7 @@ import pytest
 
 from moscopt.agent.tools import PythonTool, python_tool, sandbox
 from moscopt.lm.base import LMRequest
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import make_run, respond, train_run
@@ -134,5 +135,5 @@ def test_attack_as_tool_call_is_contained_and_training_goes_on(
     assert SECRET not in observation
     assert not ESCAPE.exists()
     assert accepted == []  # no connection reached the listener
-    rollouts = RunDir.open(run.path).events.of_type("rollout")
+    rollouts = read_events(RunDir.open(run.path).events.path, kinds={"rollout"})
     assert rollouts and all(r.error is None for r in rollouts)

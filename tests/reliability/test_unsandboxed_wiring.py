@@ -19,6 +19,7 @@ from moscopt.agent.tools import sandbox
 from moscopt.benchmarks import Task, get_benchmark
 from moscopt.config import load_config
 from moscopt.run.ledger import Notice
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import make_run, respond, train_run
@@ -80,7 +81,11 @@ def test_a_run_that_executes_code_records_what_isolates_it(
     )
     trainer = train_run(run, config, bench, sp, seeds, FakeLM(responder=respond))
     assert trainer.state.status == "done"
-    notices = [e for e in RunDir.open(run.path).events.of_type("notice") if isinstance(e, Notice)]
+    notices = [
+        e
+        for e in read_events(RunDir.open(run.path).events.path, kinds={"notice"})
+        if isinstance(e, Notice)
+    ]
     assert [n.kind for n in notices] == ["sandbox"]
     assert says in notices[0].message
 
@@ -92,4 +97,4 @@ def test_a_run_without_code_records_no_sandbox_notice(tmp_path: Path, seed_dir: 
         **{"training.epochs": 1, "training.max_steps_per_epoch": 1, "agent.tools": []},
     )
     train_run(run, config, bench, sp, seeds, FakeLM(responder=respond))
-    assert RunDir.open(run.path).events.of_type("notice") == []
+    assert read_events(RunDir.open(run.path).events.path, kinds={"notice"}) == []

@@ -94,6 +94,8 @@ def test_status_json_has_the_history_fields(evolved_run: RunDir) -> None:
     assert result.exit_code == 0, result.output
     d = json.loads(result.stdout)
     assert d["edits"]["accepted"] == 1
+    assert d["certificate"]["verdict"] in ("better", "no detectable difference", "worse")
+    assert d["certificate"]["line"].startswith("certificate: ")
     assert d["edits"]["by_target"]["careful-computation"] == {"accepted": 1, "rejected": 1}
     assert d["edits"]["by_status"]["not_applied"] >= 1
     assert d["evolution"][0]["eliminated"] == ["detail-verifier"]

@@ -62,6 +62,7 @@ def test_report_markdown_plot_mode_table_and_curve(project: Path) -> None:
     assert md.startswith("# moscopt report: r1\n")
     assert "![learning curve](report-curve.png)" in md
     assert "| validation score | 0.000 -> 1.000 (best 1.000) |" in md
+    assert "| certificate (held-out tasks) | NO DETECTABLE DIFFERENCE from the seed pool" in md
     assert "| accepted | 0.000 -> 1.000 | " in md and " sample(s), +1.000 [" in md  # evidence
     assert f"| add at end: '{MAGIC}' |" in md
     assert "| rejected | 0.000 -> 0.000 |" in md

@@ -19,6 +19,7 @@ from moscopt.routing import engine as routing_engine
 from moscopt.routing.features import HashingEmbedder
 from moscopt.routing.gate import schema_ids
 from moscopt.routing.router import FamiliarityRouter
+from moscopt.run.ledger_read import read_events
 from moscopt.testing import FakeLM
 from moscopt.testing.router_world import (
     gate_learning_routes,
@@ -47,12 +48,12 @@ def test_familiarity_policy_routes_with_no_llm_call_and_explores_only_rolling_ou
     trainer = train_run(run, config, bench, sp, seeds, lm)
     state = trainer.state
     assert state.status == "done" and "gate" not in lm.purposes
-    rollouts = run.events.of_type("rollout")
+    rollouts = read_events(run.events.path, kinds={"rollout"})
     assert rollouts and {e.activation for e in rollouts} == {"familiarity"}
     assert all(1 <= len(e.skills) <= 3 for e in rollouts)  # k_min .. k_max
     # one exploring router per minibatch (6 per epoch), every validation greedy
     assert Recorder.built.count(True) == 12
-    assert Recorder.built.count(False) == len(run.events.of_type("validation"))
+    assert Recorder.built.count(False) == len(read_events(run.events.path, kinds={"validation"}))
     # the heads were trained and saved; every skill was tried
     saved = run.load_state().router
     assert saved is not None and saved["embedding_model"] == "hashing-256"
@@ -95,7 +96,9 @@ def test_an_interrupted_run_resumes_to_the_same_heads(
     resumed = train_run(run, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
     assert resumed.state.status == "done"
     assert run.load_state().router == reference
-    assert len(run.events.of_type("rollout")) == len(ref.events.of_type("rollout"))
+    assert len(read_events(run.events.path, kinds={"rollout"})) == len(
+        read_events(ref.events.path, kinds={"rollout"})
+    )
 
 
 def test_hybrid_policy_asks_the_gate_to_choose_within_the_shortlist(
@@ -108,8 +111,12 @@ def test_hybrid_policy_asks_the_gate_to_choose_within_the_shortlist(
     train_run(run, config, bench, sp, seeds, lm)
     gates = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "gate"]
     assert gates and all(len(schema_ids(r.schema)[0]) == 3 for r in gates if r.schema)
-    assert {e.activation for e in run.events.of_type("rollout")} <= {"gate", "partial", "fallback"}
-    assert all(len(e.skills) == 2 for e in run.events.of_type("rollout"))
+    assert {e.activation for e in read_events(run.events.path, kinds={"rollout"})} <= {
+        "gate",
+        "partial",
+        "fallback",
+    }
+    assert all(len(e.skills) == 2 for e in read_events(run.events.path, kinds={"rollout"}))
 
 
 class BatchCounter(HashingEmbedder):
@@ -153,7 +160,7 @@ def test_hybrid_training_edits_the_gate_on_cases_of_its_shortlist(
     world.gate_accuracy = 0.3
     lm = FakeLM(routes=gate_learning_routes(world))
     trainer = train_run(run, config, bench, sp, seeds, lm)
-    rollouts = run.events.of_type("rollout")
+    rollouts = read_events(run.events.path, kinds={"rollout"})
     gated = [e for e in rollouts if e.activation == "gate"]
     assert gated and all(len(e.offered) == 3 and set(e.skills) <= set(e.offered) for e in gated)
     reflections = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "reflect-gate"]
@@ -170,6 +177,6 @@ def test_hybrid_training_edits_the_gate_on_cases_of_its_shortlist(
         offered = case.split("shortlist): ")[1].split("\n")[0].split(", ")
         left_out = case.split("left out: ")[1].split("\n")[0] if "left out: " in case else ""
         assert all(s.split(" (")[0] in offered for s in left_out.split(", ") if s)
-    edits = [e for e in run.events.of_type("edit") if e.target == "gate"]
+    edits = [e for e in read_events(run.events.path, kinds={"edit"}) if e.target == "gate"]
     accepted = [e for e in edits if e.status == "accepted"]
     assert accepted and rules  # learned, validated and kept

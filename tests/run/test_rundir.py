@@ -12,6 +12,7 @@ from moscopt.config import Config
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
 from moscopt.run.ledger import EditEvent, LLMCall
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.run.state import MIGRATIONS, SCHEMA_VERSION, RunState, migrate
 
@@ -72,8 +73,8 @@ def test_unchanged_pool_makes_no_new_checkpoint(run: RunDir) -> None:
 def test_events_are_appended_and_read_back(run: RunDir) -> None:
     first = run.events.append(LLMCall(model="m", purpose="agent", prompt_tokens=3))
     second = run.events.append(EditEvent(target="a", status="rejected"))
-    assert [e.type for e in run.events.read()] == ["llm_call", "edit"]
-    (edit,) = run.events.of_type("edit")
+    assert [e.type for e in read_events(run.events.path)] == ["llm_call", "edit"]
+    (edit,) = read_events(run.events.path, kinds={"edit"})
     assert isinstance(edit, EditEvent) and edit.status == "rejected"
     assert [e.type for e in run.events.read_at([second, first])] == ["edit", "llm_call"]
 
@@ -83,7 +84,7 @@ def test_an_unknown_event_field_is_corruption_named_by_file_and_line(run: RunDir
     with open(run.events_path, "a") as f:
         f.write('{"type": "edit", "target": "a", "status": "rejected", "bogus": 1}\n')
     with pytest.raises(UserError, match=r"events.jsonl:2: bad event: edit.bogus"):
-        run.events.read()
+        read_events(run.events.path)
 
 
 def test_bad_state_files(run: RunDir) -> None:

@@ -39,7 +39,11 @@ def test_each_trained_ablation_changes_exactly_one_thing_and_is_a_valid_config()
 
 def test_the_ablate_and_compare_rows() -> None:
     assert ablate_names()[0] == FULL and set(ablate_names()) == set(ABLATE)
-    assert len(ABLATE) == 15  # full, 11 ablations of Table 2, static, distilled, no-skill
+    # full, 12 ablations of Table 2 (K = 1 among them), static (top-Q), static-table,
+    # distilled, no-skill
+    assert len(ABLATE) == 17 and "k-equals-1" in ABLATE
+    assert CATALOG["k-equals-1"].overrides == {"pool.k": 1}
+    assert CATALOG["static"].mode == "topq" and CATALOG["static-table"].mode == "static"
     assert ablate_names(["no-skill", "static"]) == [FULL, "static", "no-skill"]
     assert compare_names("gepa") == [FULL, "gepa", "no-skill"]
     assert compare_names("none") == [FULL, "no-skill"]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from moscopt.extensions.niches.hook import decided, pending_evidence
-from moscopt.extensions.niches.lifecycle import lifecycle_cycle
+from moscopt.extensions.niches.lifecycle_apply import lifecycle_cycle
 from moscopt.extensions.niches.observer import NicheObserver
 from moscopt.optimizer.engine.extension import Extension, Outcome
 

@@ -1,9 +1,11 @@
 """The lifecycle evolution policy (`evolution.policy: lifecycle`): fork, merge, prune and seed
-skills under performance pressure, the pool's size staying within [n_min, n_max].
+skills under performance pressure, the pool's size staying within [floor, n_max], the floor being
+`n_min` and, unless the gate activates everything (`gating.policy: all`), K + 1: a pool of K
+skills or fewer leaves the gate nothing to choose (the K = N case the paper warns about).
 
 Per cycle, at most one operator of each kind, in this order (removals before additions), each
 planned against the pool the previous one left and validated like an evolution cycle (the
-acceptance policy, `not_worse`):
+acceptance policy, `non_inferior`):
 - prune: a skill whose Q stayed below `prune_ratio` x the pool's mean Q for `prune_window`
   consecutive evaluations (minibatches in which it was active); the longest streak first;
 - merge: two skills whose competence profiles have cosine > `merge_cosine`, each with at least
@@ -25,14 +27,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from moscopt.config import LifecycleConfig
+from moscopt.config import Config, LifecycleConfig
 from moscopt.extensions.niches.competence import competence, niches_of, style_overlap
 from moscopt.extensions.niches.records import NicheState
 
 if TYPE_CHECKING:
     from moscopt.core.skills import Pool
-    from moscopt.optimizer.engine.context import Context
-    from moscopt.optimizer.engine.validation import Validator
 
 OpKind = Literal["prune", "merge", "fork", "seed"]
 EXAMPLES = 3  # tasks of the niche shown to a fork or seed request
@@ -62,8 +62,18 @@ def update_streaks(
         state.below[name] = state.below.get(name, 0) + 1 if weak else 0
 
 
-def plan_prune(state: NicheState, pool: Sequence[str], cfg: LifecycleConfig) -> Op | None:
-    if len(pool) <= cfg.n_min:
+def min_size(config: Config) -> int:
+    """The smallest pool the lifecycle may leave: `n_min`, and more than K unless the gate
+    activates every skill anyway (`gating.policy: all`)."""
+    n_min = config.niches.lifecycle.n_min
+    return n_min if config.gating.policy == "all" else max(n_min, config.pool.k + 1)
+
+
+def plan_prune(
+    state: NicheState, pool: Sequence[str], cfg: LifecycleConfig, floor: int
+) -> Op | None:
+    """`floor`: `min_size` (the pool keeps at least that many skills)."""
+    if len(pool) <= floor:
         return None
     due = [n for n in pool if state.below.get(n, 0) >= cfg.prune_window]
     if not due:
@@ -73,8 +83,10 @@ def plan_prune(state: NicheState, pool: Sequence[str], cfg: LifecycleConfig) -> 
     return Op("prune", (name,), None, reason)
 
 
-def plan_merge(state: NicheState, pool: Sequence[str], cfg: LifecycleConfig) -> Op | None:
-    if len(pool) <= cfg.n_min:
+def plan_merge(
+    state: NicheState, pool: Sequence[str], cfg: LifecycleConfig, floor: int
+) -> Op | None:
+    if len(pool) <= floor:
         return None
     mature = [n for n in pool if rollouts(state, n) >= cfg.merge_min_tasks]
     best: tuple[float, str, str] | None = None
@@ -136,48 +148,3 @@ def forked(pool: Pool) -> set[str]:
 
 def rollouts(state: NicheState, name: str) -> int:
     return sum(c.count for c in state.competence.get(name, {}).values())
-
-
-# -- applying -----------------------------------------------------------------------------------
-
-
-async def lifecycle_cycle(ctx: Context, validator: Validator) -> None:
-    """One cycle: plan, ask, validate and record each operator in turn (module docstring)."""
-    from moscopt.extensions.niches.lifecycle_apply import apply_op
-
-    cfg = ctx.config.niches.lifecycle
-    min_count = ctx.config.niches.min_count
-    planners = (
-        lambda ns, names: plan_prune(ns, names, cfg),
-        lambda ns, names: plan_merge(ns, names, cfg),
-        lambda ns, names: plan_fork(ns, ctx.state.q, names, cfg, min_count, forked(ctx.pool)),
-        lambda ns, names: plan_seed(ns, names, cfg, min_count),
-    )
-    for planner in planners:
-        ns = ctx.state.niches
-        if ns is None:
-            return
-        op = planner(ns, list(ctx.pool.names))
-        if op is not None:
-            await apply_op(ctx, validator, op)
-    ctx.save()
-
-
-def examples(ctx: Context, niche: str, pool: Pool, *, failed: bool) -> str:
-    """Up to `EXAMPLES` recent tasks of `niche` (failed ones, or solved ones)."""
-    from moscopt.extensions.niches.observer import NicheObserver
-    from moscopt.optimizer.policies.edit_targets import SUCCESS
-
-    ns = ctx.state.niches
-    if ns is None:
-        return "(none)"
-    assigner = NicheObserver(ctx.config).assigner(ctx)
-    found = []
-    for task_id, last in reversed(list(ns.last.items())):
-        task = ctx.tasks.get(task_id)
-        if task is None or assigner.niche(task) != niche or (last.reward < SUCCESS) != failed:
-            continue
-        found.append(f"- {' '.join(task.prompt.split())[:400]}")
-        if len(found) == EXAMPLES:
-            break
-    return "\n".join(found) or "(none)"

@@ -1,5 +1,5 @@
 """Applying one lifecycle operator: ask for the new skill (fork, merge, seed), build the
-candidate pool, validate it (`not_worse`), record a `lifecycle` event, and on acceptance update
+candidate pool, validate it (`non_inferior`), record a `lifecycle` event, and on acceptance update
 the pool and the statistics (see `moscopt.extensions.niches.lifecycle`)."""
 
 from __future__ import annotations
@@ -7,20 +7,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from moscopt.core.skills import Pool, Skill
+from moscopt.extensions.niches.lifecycle import (
+    EXAMPLES,
+    Op,
+    forked,
+    min_size,
+    plan_fork,
+    plan_merge,
+    plan_prune,
+    plan_seed,
+)
 from moscopt.optimizer.engine.validation import decision
 from moscopt.optimizer.evolve import Job, draft, pool_listing
 from moscopt.run.ledger import LifecycleEvent
 
 if TYPE_CHECKING:
-    from moscopt.extensions.niches.lifecycle import Op
     from moscopt.optimizer.engine.context import Context
     from moscopt.optimizer.engine.validation import Validator
 
 
 async def new_skill(ctx: Context, op: Op) -> tuple[Skill | None, str | None]:
     """The skill a fork, merge or seed adds (None and the error if the LLM gave none usable)."""
-    from moscopt.extensions.niches.lifecycle import examples
-
     pool, listing = ctx.pool, pool_listing(ctx.pool)
     if op.kind == "merge":
         first, second = (pool.get(n).dumps() for n in op.skills)
@@ -63,7 +70,7 @@ async def apply_op(ctx: Context, validator: Validator, op: Op) -> bool:
     removed = set(op.skills) if op.kind in ("prune", "merge") else set()
     kept = tuple(x for x in old if x.name not in removed)
     pool = Pool(skills=(*kept, *((child,) if child else ())), gate=old.gate)
-    verdict = await validator.decide(old, pool, direction="not_worse")
+    verdict = await validator.decide(old, pool, direction="non_inferior")
     checkpoint = None
     if verdict.accepted:
         ctx.renew(old, pool, [child.name] if child is not None else [])
@@ -90,3 +97,44 @@ async def apply_op(ctx: Context, validator: Validator, op: Op) -> bool:
     )
     ctx.emit(event="evolution", verdict=verdict.accepted, score=verdict.candidate_score)
     return verdict.accepted
+
+
+async def lifecycle_cycle(ctx: Context, validator: Validator) -> None:
+    """One cycle: plan, ask, validate and record each operator in turn (module docstring)."""
+    cfg = ctx.config.niches.lifecycle
+    min_count = ctx.config.niches.min_count
+    floor = min_size(ctx.config)
+    planners = (
+        lambda ns, names: plan_prune(ns, names, cfg, floor),
+        lambda ns, names: plan_merge(ns, names, cfg, floor),
+        lambda ns, names: plan_fork(ns, ctx.state.q, names, cfg, min_count, forked(ctx.pool)),
+        lambda ns, names: plan_seed(ns, names, cfg, min_count),
+    )
+    for planner in planners:
+        ns = ctx.state.niches
+        if ns is None:
+            return
+        op = planner(ns, list(ctx.pool.names))
+        if op is not None:
+            await apply_op(ctx, validator, op)
+    ctx.save()
+
+
+def examples(ctx: Context, niche: str, pool: Pool, *, failed: bool) -> str:
+    """Up to `EXAMPLES` recent tasks of `niche` (failed ones, or solved ones)."""
+    from moscopt.extensions.niches.observer import NicheObserver
+    from moscopt.optimizer.policies.edit_targets import SUCCESS
+
+    ns = ctx.state.niches
+    if ns is None:
+        return "(none)"
+    assigner = NicheObserver(ctx.config).assigner(ctx)
+    found = []
+    for task_id, last in reversed(list(ns.last.items())):
+        task = ctx.tasks.get(task_id)
+        if task is None or assigner.niche(task) != niche or (last.reward < SUCCESS) != failed:
+            continue
+        found.append(f"- {' '.join(task.prompt.split())[:400]}")
+        if len(found) == EXAMPLES:
+            break
+    return "\n".join(found) or "(none)"

@@ -8,7 +8,8 @@ evidence; every `lifecycle_every` chunks, with `evolution.policy: lifecycle`, on
 cycle; every `memory_every` chunks, long-term memory is condensed and the step and rejection
 buffers cleared (training does this once per epoch). There is no validation split: a candidate
 edit or lifecycle change is decided by the acceptance policy on a replay of the last `window`
-stream tasks already answered (this chunk's included).
+stream tasks already answered (this chunk's included), from sample index 1: the incumbent is
+measured afresh, never on the live answers (sample 0) whose failures triggered the edit.
 
 Resumable like training: the state is saved after every decision, with the cursor saying how
 many chunks are done and whether the current one is rolled out and credited.
@@ -46,7 +47,7 @@ class Stream:
         order = list(ctx.splits.train)
         self.chunks: list[list[Task]] = [order[i : i + size] for i in range(0, len(order), size)]
         budget = EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, len(self.chunks)))
-        self.validator = Validator(ctx)
+        self.validator = Validator(ctx, first_sample=1)  # see `replay_on`
         self.editor = Editor(ctx, self.validator, budget)
         self.gate = GatePhase(ctx, self.validator, self.editor)
         self.skills = SkillsPhase(ctx, self.editor, self.gate)
@@ -80,7 +81,7 @@ class Stream:
         await self.skills.edit_in_turn(self.targets.choose(rollouts, ctx.pool.names), rollouts)
         index = c.batch + 1
         if ctx.config.evolution.policy == "lifecycle" and index % self.lifecycle_every == 0:
-            from moscopt.extensions.niches.lifecycle import lifecycle_cycle
+            from moscopt.extensions.niches.lifecycle_apply import lifecycle_cycle
 
             await lifecycle_cycle(ctx, self.validator)
         if index % self.memory_every == 0 or index == len(self.chunks):
@@ -101,7 +102,8 @@ class Stream:
         """Decide this chunk's candidates by replaying `tasks` (a fresh reward cache)."""
         ctx = self.ctx
         ctx.val_tasks = list(tasks)
-        self.validator = Validator(ctx, self.validator.policy)
+        # sample 0 of these tasks is what the live pool answered: decide on fresh samples
+        self.validator = Validator(ctx, self.validator.policy, first_sample=1)
         self.editor.validator = self.gate.validator = self.validator
 
     async def condense(self) -> None:

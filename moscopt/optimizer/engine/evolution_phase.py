@@ -1,10 +1,12 @@
 """Phase 3, collective evolution (every E epochs), and the end-of-epoch memory step.
 
 Evolution: `evolve.next_generation` builds a candidate pool (elimination, reproduction,
-co-breeding, diversity); the acceptance policy keeps it when it is not worse (it buys diversity,
-not score). Accepted: eliminated skills lose their statistics and optimizer state; newborns start
-from the survivors' mean Q (with no activations, so they are not ranked before c_min). Either way,
-every slug the cycle generated is marked used, so a later offspring never reuses one.
+co-breeding, diversity); the acceptance policy keeps it only when it is non-inferior, its loss
+bounded within `optimizer.margin` (it buys diversity, not score; see
+`moscopt.optimizer.policies.noninferiority`). Accepted: eliminated skills lose their statistics and
+optimizer state; newborns start from the survivors' mean Q (with no activations, so they are not
+ranked before c_min). Either way, every slug the cycle generated is marked used, so a later
+offspring never reuses one.
 
 Memory: each target's long-term memory is condensed from the epoch's accepted and rejected edits
 (concurrently: the targets are independent), then the epoch-local buffers are cleared.
@@ -39,7 +41,7 @@ async def evolve(ctx: Context, validator: Validator) -> None:
     if pool.digest() == old.digest():
         ctx.record(EvolutionEvent(**ctx.where(), changes=notes, accepted=False))
         return
-    verdict = await validator.decide(old, pool, direction="not_worse")
+    verdict = await validator.decide(old, pool, direction="non_inferior")
     checkpoint = None
     if verdict.accepted:
         ctx.renew(old, pool, newborns(notes))

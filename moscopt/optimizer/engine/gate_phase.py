@@ -4,7 +4,8 @@ Gate editing: up to `gating.edit_steps` EditAdam steps on the gate per epoch, on
 routing cases (failed rollouts where better-scoring skills were left out, unusable router
 answers); each is a step of the trainer's counter. Restoration: after each minibatch the
 `GateRestoration` policy may call for the last good gate (or the seed gate); the restored gate
-is validated like any candidate (it must not be worse) and recorded as a `gate_restored` event.
+is kept only when non-inferior (its loss bounded within `optimizer.margin`) and recorded as a
+`gate_restored` event.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class GatePhase:
         if good is None or good == ctx.pool.gate:
             return
         candidate = ctx.pool.replace(good)
-        verdict = await self.validator.decide(ctx.pool, candidate, direction="not_worse")
+        verdict = await self.validator.decide(ctx.pool, candidate, direction="non_inferior")
         checkpoint = None
         if verdict.accepted:
             checkpoint = ctx.adopt(candidate, verdict.candidate_score)

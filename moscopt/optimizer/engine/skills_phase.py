@@ -115,7 +115,8 @@ class SkillsPhase:
         ctx.cursor.rollouts = [*ctx.cursor.rollouts, *offsets]
         ctx.cursor.batch_rollouts = len(offsets)
         outcomes = [Outcome.of(r) for r in rollouts]
-        assign_credit(ctx.state, outcomes, ctx.config.credit.beta)
+        credit = ctx.config.credit
+        assign_credit(ctx.state, outcomes, credit.beta, credit.q_prior)
         if ctx.llm_gate:
             await self.gate.watch(rollouts)
         await ctx.after_rollouts(rollouts)

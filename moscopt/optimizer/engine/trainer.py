@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from moscopt.optimizer.engine.certificate import certify
 from moscopt.optimizer.engine.context import Context, ProgressFn
 from moscopt.optimizer.engine.editing import Editor
 from moscopt.optimizer.engine.evolution_phase import end_epoch, evolve
@@ -135,6 +136,8 @@ class Trainer:
                     await self.start_phase("skills")
                 else:
                     ctx.save()
+        if ctx.config.training.certificate_samples:
+            await certify(ctx)  # recorded once per final pool: a resumed run does not pay twice
         s.status = "done"
         s.phase = ctx.cursor.phase = "done"
         ctx.save()

@@ -4,17 +4,22 @@ of the acceptance policy between an incumbent pool and a candidate.
 Rewards are cached per (pool, gate view, sample index), so an incumbent is never paid twice: every
 decision against the same incumbent reuses its samples (and the LM's response cache makes a
 resumed run's re-validation free). Every evaluated sample is a `validation` event.
+
+`first_sample` shifts the sample indices asked of the LM: a decision's sample s is the LM's
+sample `first_sample + s`. The stream replays tasks its pool has just answered live (sample 0),
+so it starts at 1: the incumbent is measured on fresh samples, not read back from the cache as
+the very answers whose failures triggered the edit.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from moscopt.agent.evaluate import run_tasks
 from moscopt.lm.batch import can_wait, wave_concurrency
-from moscopt.optimizer.policies.acceptance import Acceptance, Verdict, make_acceptance
+from moscopt.optimizer.policies.acceptance import Acceptance, Direction, Verdict, make_acceptance
 from moscopt.run.ledger import Decision, Validation
 
 if TYPE_CHECKING:
@@ -25,11 +30,17 @@ if TYPE_CHECKING:
 class Validator:
     """Scores pools on the validation split and decides between them."""
 
-    def __init__(self, ctx: Context, policy: Acceptance | None = None) -> None:
+    def __init__(
+        self, ctx: Context, policy: Acceptance | None = None, *, first_sample: int = 0
+    ) -> None:
         self.ctx = ctx
+        self.first_sample = first_sample
         cfg = ctx.config.optimizer
         self.policy = policy or make_acceptance(
-            cfg.acceptance, confidence=cfg.confidence, max_samples=cfg.max_val_samples
+            cfg.acceptance,
+            confidence=cfg.confidence,
+            max_samples=cfg.max_val_samples,
+            margin=cfg.margin,
         )
         self._rewards: dict[str, list[float]] = {}
 
@@ -43,6 +54,7 @@ class Validator:
 
     async def rewards(self, pool: Pool, sample: int = 0) -> list[float]:
         """The reward of each validation task (in split order) for sample index `sample`."""
+        sample += self.first_sample
         key = self._key(pool, sample)
         cached = self._rewards.get(key)
         if cached is not None:
@@ -78,7 +90,7 @@ class Validator:
         incumbent: Pool,
         candidate: Pool,
         *,
-        direction: Literal["better", "not_worse"] = "better",
+        direction: Direction = "better",
     ) -> Verdict:
         async def of_incumbent(s: int) -> Sequence[float]:
             return await self.rewards(incumbent, s)

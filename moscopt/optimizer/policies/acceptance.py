@@ -1,17 +1,20 @@
-"""Acceptance: does an edited candidate pool replace the incumbent?
-
-A policy sees the validation split through two `Rewards` callables, `rewards(s)` being the
-reward of every validation task (same tasks, same order, every call) at sample index `s`. The
-caller caches per (pool, s), so asking the incumbent again is free; the policy still asks for as
-few sample indices as it needs, and asks the incumbent only for indices it also asks the
-candidate for. `direction="better"` (an edit) accepts only an improvement; `"not_worse"`
-(evolution, gate restoration) accepts unless the candidate is worse.
+"""Acceptance: does an edited candidate pool replace the incumbent? A policy sees the validation
+split through two `Rewards` callables, `rewards(s)` being the reward of every validation task (same
+tasks, same order, every call) at sample index `s`. The caller caches per (pool, s), so asking the
+incumbent again is free; the policy still asks for as few sample indices as it needs, and asks the
+incumbent only for indices it also asks the candidate for. `direction="better"` (an edit) accepts
+only an improvement;
+`"non_inferior"` (evolution, gate restoration, lifecycle operators: changes that buy something
+other than score) accepts only when the evidence bounds the candidate's loss within `margin`.
 
 - `strict` (the paper): sample 0 only; "better" accepts iff the candidate's mean reward is
-  strictly higher, "not_worse" iff it is at least as high.
-- `paired` (the default): an exact sequential sign-flip test of the paired differences
-  d = candidate - incumbent (same task, same sample index), looked at after each sample index
-  (10 new differences on a 10-task split), at most `max_samples` looks.
+  strictly higher, "non_inferior" iff it is at least as high (the paper has no margin).
+- `paired` (the default): for "better", an exact sequential sign-flip test of the paired
+  differences d = candidate - incumbent (same task, same sample index), looked at after each sample
+  index (10 new differences on a 10-task split), at most `max_samples` looks; for "non_inferior",
+  the sequential test by betting of `moscopt.optimizer.policies.noninferiority` over the same looks
+  (a pool worse by more than the margin is kept in at most 1 - confidence of the decisions, whatever
+  the split size).
 
 The paired test. If the edit changes nothing but the noise, candidate and incumbent are
 exchangeable, so each d is as likely to be +x as -x: given the magnitudes |d|, the signs are
@@ -30,17 +33,14 @@ hundredths of a reward. On a 10-task split with 0/1 rewards, a no-op edit at p =
 accepted about 5% of the time after 1.7 samples on average, and an edit that lifts p from 0.3
 to 0.7 about 92% of the time after 2.0 (scripts/bench_acceptance.py).
 
-Tie rule: when every difference seen is zero, or the running sum is exactly zero at a stop,
-the verdict is a tie (an all-zero first look stops at once): rejected for "better" (an edit
-must earn its place), accepted for "not_worse" (evolution may keep the score). "not_worse"
-runs the same test on -d: the candidate is rejected when it is worse at the confidence,
-accepted at a futility stop or at the cap.
-
-The test never accepts a candidate that is not ahead. `Verdict.low/high` is the test-based
-interval: the mean difference (in hundredths) plus or minus the critical distance of the last
-look, so that paired "better" accepts iff `low > 0` and paired "not_worse" rejects iff
-`high < 0` (strict reports the one-look interval, for information). The p-value in `reason`
-is the stage-wise sequential p-value.
+Tie rule ("better"): when every difference seen is zero, or the running sum is exactly zero at
+a stop, the verdict is a tie (an all-zero first look stops at once): rejected (an edit must
+earn its place). The test never accepts a candidate that is not ahead. `Verdict.low/high` is
+the test-based interval: the mean difference (in hundredths) plus or minus the critical
+distance of the last look, so that paired "better" accepts iff `low > 0` (strict reports the
+one-look interval, for information); `reason` gives the stage-wise sequential p-value. For
+paired "non_inferior", `low/high` is the betting test's anytime-valid interval, accepted iff
+`low >= -margin`.
 """
 
 from __future__ import annotations
@@ -52,13 +52,16 @@ from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
 from typing import Any, Literal, Protocol
 
+from moscopt.optimizer.policies.noninferiority import NonInferiorityTest
+
 Rewards = Callable[[int], Awaitable[Sequence[float]]]
-Direction = Literal["better", "not_worse"]
+Direction = Literal["better", "non_inferior"]
 Outcome = Literal["crossed", "futile", "tie", "open", "cap"]
 
 RESOLUTION = 100  # differences are compared in hundredths of a reward
 SPENDING_SHAPE = 0.25  # look k of K may have spent alpha * (k/K)**0.25
 FUTILITY_POWER = 0.2  # stop when the conditional power under the current trend is below this
+DEFAULT_MARGIN = 0.1  # optimizer.margin: the loss a non-inferior change may hide (README)
 
 
 @dataclass(frozen=True)
@@ -92,24 +95,30 @@ class Acceptance(Protocol):
 
 
 def make_acceptance(
-    name: Literal["strict", "paired"], *, confidence: float = 0.95, max_samples: int = 5
+    name: Literal["strict", "paired"],
+    *,
+    confidence: float = 0.95,
+    max_samples: int = 5,
+    margin: float = DEFAULT_MARGIN,
 ) -> Acceptance:
-    """The policy called `name` (`max_samples` and `confidence` concern `paired` only, but
+    """The policy called `name` (`max_samples` and `margin` concern `paired` only, but
     `strict` reports its interval at `confidence` too)."""
     if not 0.5 < confidence < 1.0:
         raise ValueError(f"confidence must be within (0.5, 1), got {confidence}")
     if max_samples < 1:
         raise ValueError(f"max_samples must be at least 1, got {max_samples}")
+    if not 0.0 <= margin < 1.0:
+        raise ValueError(f"margin must be within [0, 1), got {margin}")
     if name == "strict":
         return StrictAcceptance(confidence=confidence)
     if name == "paired":
-        return PairedAcceptance(confidence=confidence, max_samples=max_samples)
+        return PairedAcceptance(confidence=confidence, max_samples=max_samples, margin=margin)
     raise ValueError(f"unknown acceptance policy {name!r}: use 'strict' or 'paired'")
 
 
 @dataclass
 class StrictAcceptance:
-    """The paper's rule: one sample, strict improvement ("not_worse": no drop)."""
+    """The paper's rule: one sample, strict improvement ("non_inferior": no drop)."""
 
     confidence: float = 0.95
     name: str = field(default="strict", init=False)
@@ -118,12 +127,12 @@ class StrictAcceptance:
         self, incumbent: Rewards, candidate: Rewards, *, direction: Direction = "better"
     ) -> Verdict:
         sign = _sign(direction)
-        paired = _Paired()
+        paired = PairedRewards()
         await paired.add(incumbent, candidate, 0)
         look = SequentialSignFlip(1.0 - self.confidence, 1).look([sign * d for d in paired.last])
         diff = paired.candidate_score - paired.incumbent_score
         if paired.candidate_total == paired.incumbent_total:
-            accepted, reason = direction == "not_worse", "tie"
+            accepted, reason = direction == "non_inferior", "tie"
         elif direction == "better":
             accepted = paired.candidate_total > paired.incumbent_total
             reason = "improved" if accepted else "not better"
@@ -135,35 +144,56 @@ class StrictAcceptance:
 
 @dataclass
 class PairedAcceptance:
-    """The paired, sequential sign-flip test of the module docstring."""
+    """The paired, sequential tests of the module docstring."""
 
     confidence: float = 0.95
     max_samples: int = 5
+    margin: float = DEFAULT_MARGIN
     name: str = field(default="paired", init=False)
 
     async def decide(
         self, incumbent: Rewards, candidate: Rewards, *, direction: Direction = "better"
     ) -> Verdict:
-        sign = _sign(direction)
+        if _sign(direction) < 0:
+            return await self._non_inferior(incumbent, candidate)
         test = SequentialSignFlip(1.0 - self.confidence, self.max_samples)
-        paired = _Paired()
+        paired = PairedRewards()
         for s in range(self.max_samples):
             await paired.add(incumbent, candidate, s)
-            look = test.look([sign * d for d in paired.last])
+            look = test.look(paired.last)
             if look.outcome != "open":
                 break
-        better = direction == "better"
         p = f"p={look.p_value:.3g}"
         if look.outcome == "crossed":
-            accepted, reason = better, f"improved ({p})" if better else f"worse ({p})"
+            accepted, reason = True, f"improved ({p})"
         elif look.outcome == "tie":
-            accepted, reason = not better, "tie"
+            accepted, reason = False, "tie"
         elif look.outcome == "cap":
-            accepted, reason = not better, "cap reached"
+            accepted, reason = False, "cap reached"
         else:
-            accepted, reason = not better, "not better" if better else "not worse"
+            accepted, reason = False, "not better"
         diff = paired.mean_diff()
-        return paired.verdict(accepted, reason, diff, sign * look.mean, look.critical)
+        return paired.verdict(accepted, reason, diff, look.mean, look.critical)
+
+    async def _non_inferior(self, incumbent: Rewards, candidate: Rewards) -> Verdict:
+        test = NonInferiorityTest(1.0 - self.confidence, self.margin, self.max_samples)
+        paired = PairedRewards()
+        for s in range(self.max_samples):
+            await paired.add(incumbent, candidate, s)
+            look = test.look(paired.last)
+            if look.outcome != "open":
+                break
+        p, within = f"p={look.p_value:.3g}", f"{self.margin:g}"
+        reason = {
+            "crossed": f"non-inferior: loss bounded within {within} ({p})",
+            "futile": f"behind by the margin {within} or more",
+            "cap": f"cap reached: loss not bounded within {within} ({p})",
+        }[look.outcome]
+        diff = paired.mean_diff()
+        centre = (look.low + look.high) / 2.0
+        return paired.verdict(
+            look.outcome == "crossed", reason, diff, centre, (look.high - look.low) / 2.0
+        )
 
 
 # -- the test ------------------------------------------------------------------------------------
@@ -297,7 +327,7 @@ def _units(d: float) -> int:
 # -- the observations ----------------------------------------------------------------------------
 
 
-class _Paired:
+class PairedRewards:
     """The rewards a decision has seen: both pools on the same tasks and sample indices."""
 
     def __init__(self) -> None:
@@ -365,6 +395,6 @@ class _Paired:
 def _sign(direction: str) -> int:
     if direction == "better":
         return 1
-    if direction == "not_worse":
+    if direction == "non_inferior":
         return -1
-    raise ValueError(f"unknown direction {direction!r}: use 'better' or 'not_worse'")
+    raise ValueError(f"unknown direction {direction!r}: use 'better' or 'non_inferior'")

@@ -6,7 +6,7 @@ neither) are tracked per skill-editing step, over every selection of its rollout
 failure rate exceeds `threshold` in each of the last `window`
 steps, a restoration is due: the candidate gate is the last gate whose step stayed within the
 threshold, or the seed gate if there never was one (the paper re-initialises G). The engine
-validates the candidate like any other and keeps it only if it is not worse.
+validates the candidate like any other and keeps it only if it is non-inferior.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from moscopt.errors import UserError
 from moscopt.lm.base import LMRequest
 from moscopt.routing.gate import FixedSkills
 from moscopt.run.ledger import EditEvent, RolloutEvent
+from moscopt.run.ledger_read import read_events
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, edit, make_run, skill_name, tasks, train_run
 
@@ -162,10 +163,16 @@ def test_training_optimizes_the_skills_of_a_script_agent(tmp_path: Path, seed_di
     assert MAGIC in trainer.pool.get("careful-computation").body
     scores = [p.score for p in state.val_history]
     assert scores[0] == 0.0 and scores[-1] == 1.0
-    edits = [e for e in run_dir.events.of_type("edit") if isinstance(e, EditEvent)]
+    edits = [
+        e for e in read_events(run_dir.events.path, kinds={"edit"}) if isinstance(e, EditEvent)
+    ]
     accepted = [e for e in edits if e.status == "accepted"]
     assert [e.target for e in accepted] == ["careful-computation"]
-    rollouts = [e for e in run_dir.events.of_type("rollout") if isinstance(e, RolloutEvent)]
+    rollouts = [
+        e
+        for e in read_events(run_dir.events.path, kinds={"rollout"})
+        if isinstance(e, RolloutEvent)
+    ]
     assert rollouts and all("skills seen: careful-computation" in r.response for r in rollouts)
     # reflection read the script's own output (its stderr is part of the trajectory)
     reflections = [

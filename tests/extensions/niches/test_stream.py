@@ -17,7 +17,8 @@ import pytest
 from moscopt.app.stream import STREAM_FILE
 from moscopt.routing.gate import schema_answer as gating_answer
 from moscopt.routing.gate import schema_ids
-from moscopt.run.ledger import RolloutEvent
+from moscopt.run.ledger import RolloutEvent, Validation
+from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
 from moscopt.testing.niche_world import RULES, stream_world
 
@@ -25,7 +26,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def rollouts(run: RunDir) -> list[RolloutEvent]:
-    return [e for e in run.events.of_type("rollout") if isinstance(e, RolloutEvent)]
+    return [
+        e for e in read_events(run.events.path, kinds={"rollout"}) if isinstance(e, RolloutEvent)
+    ]
 
 
 def test_each_task_once_in_order_and_the_rule_spreads(tmp_path: Path, seed_dir: Path) -> None:
@@ -217,3 +220,15 @@ def test_the_stream_command_has_no_batch_mode() -> None:
     result = CliRunner().invoke(app, ["stream", "--tasks", "t.jsonl", "--batch"])
     assert result.exit_code == 2 and "--batch" in result.output
     assert "--batch" not in CliRunner().invoke(app, ["stream", "--help"]).output
+
+
+def test_a_replay_measures_the_incumbent_on_fresh_samples(tmp_path: Path, seed_dir: Path) -> None:
+    """Regression (issue 23 §2): the incumbent's first replay sample was sample 0 of tasks the
+    live pool had just answered at sample 0, i.e. the cached answers whose failures triggered
+    the edit. Replays now start at sample 1; the live rollouts stay at sample 0."""
+    stream_world(tmp_path / "run", seed_dir, transfer=False)
+    run = RunDir.open(tmp_path / "run")
+    validations = [
+        e for e in read_events(run.events.path, kinds={"validation"}) if isinstance(e, Validation)
+    ]
+    assert validations and min(e.sample for e in validations) == 1

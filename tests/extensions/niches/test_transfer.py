@@ -8,13 +8,14 @@ from typing import Any
 
 from moscopt.extensions.niches.hook import HEADER
 from moscopt.run.ledger import Dreamed, EditEvent, TransferEvent
+from moscopt.run.ledger_read import read_events
 from moscopt.testing.niche_world import RULES
 
 
 def niche_accuracy(run: Any, niche: str, epoch: int) -> float:
     rewards = [
         e.reward
-        for e in run.events.of_type("rollout")
+        for e in read_events(run.events.path, kinds={"rollout"})
         if e.epoch == epoch and f"-{niche}" in e.task_id
     ]
     return sum(rewards) / len(rewards)
@@ -26,7 +27,11 @@ def test_rule_a_reaches_the_skills_weak_on_a_and_no_other(world_run: Any) -> Non
     pool = trainer.pool
     has_rule = {s.name for s in pool if RULES["A"] in s.body}
     assert has_rule == {"alpha", "beta", "gamma"}  # delta never works on A: never sent it
-    routed = [e for e in w.run.events.of_type("transfer") if isinstance(e, TransferEvent)]
+    routed = [
+        e
+        for e in read_events(w.run.events.path, kinds={"transfer"})
+        if isinstance(e, TransferEvent)
+    ]
     a_routes = Counter(
         (e.giver, e.recipient) for e in routed if e.niche == "A" and e.outcome == "routed"
     )
@@ -38,13 +43,15 @@ def test_rule_a_reaches_the_skills_weak_on_a_and_no_other(world_run: Any) -> Non
     # the rule entered through validated edits, as any edit does
     rule_edits = [
         e
-        for e in w.run.events.of_type("edit")
+        for e in read_events(w.run.events.path, kinds={"edit"})
         if isinstance(e, EditEvent) and RULES["A"] in e.summary
     ]
     assert {e.target for e in rule_edits if e.status == "accepted"} == {"beta", "gamma"}
     assert all(e.decision is not None for e in rule_edits if e.status == "accepted")
     assert niche_accuracy(w.run, "A", 2) > niche_accuracy(w.run, "A", 0) + 0.3
-    sessions = [e for e in w.run.events.of_type("codream") if isinstance(e, Dreamed)]
+    sessions = [
+        e for e in read_events(w.run.events.path, kinds={"codream"}) if isinstance(e, Dreamed)
+    ]
     assert sessions and all("alpha" not in e.recipients for e in sessions if e.niche == "A")
     assert all("delta" not in e.recipients for e in sessions if e.niche == "A")
 
@@ -53,7 +60,10 @@ def test_without_transfer_nothing_flows_and_niche_a_stays_weak(world_run: Any) -
     w = world_run(transfer=False)
     trainer = w.train()
     assert {s.name for s in trainer.pool if RULES["A"] in s.body} == {"alpha"}
-    assert w.run.events.of_type("transfer") == [] and w.run.events.of_type("codream") == []
+    assert (
+        read_events(w.run.events.path, kinds={"transfer"}) == []
+        and read_events(w.run.events.path, kinds={"codream"}) == []
+    )
     assert not any(p.startswith("codream") for p in w.lm.purposes)
     assert niche_accuracy(w.run, "A", 2) < 0.5
     ns = trainer.state.niches
@@ -75,7 +85,7 @@ def test_a_routed_insight_is_shown_to_the_next_proposal_then_consumed(world_run:
     assert ns is not None
     decided = {
         (e.recipient, e.insight_id)
-        for e in w.run.events.of_type("transfer")
+        for e in read_events(w.run.events.path, kinds={"transfer"})
         if isinstance(e, TransferEvent) and e.outcome != "routed"
     }
     for recipient, insight in decided:

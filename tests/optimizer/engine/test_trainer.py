@@ -11,6 +11,7 @@ from moscopt.core.skills import Pool
 from moscopt.lm.base import LMRequest
 from moscopt.optimizer.engine import Trainer
 from moscopt.run.ledger import GateRestored
+from moscopt.run.ledger_read import read_events
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond, scripted_lm, train_run
 
@@ -34,7 +35,7 @@ def test_reflect_propose_validate_accept_and_reject(tmp_path: Path, seed_dir: Pa
     assert VAGUE not in proposals[0].split("## Edits already rejected")[1].split("## Lessons")[0]
     rejected_section = proposals[1].split("## Edits already rejected")[1].split("## Lessons")[0]
     assert VAGUE in rejected_section and "0.000 -> 0.000" in rejected_section
-    edits = run.events.of_type("edit")
+    edits = read_events(run.events.path, kinds={"edit"})
     accepted = [e for e in edits if e.status == "accepted"]
     assert len(accepted) == 1 and accepted[0].before == 0.0 and accepted[0].after == 1.0
     assert accepted[0].patch[0]["path"] == "/skills/careful-computation/body"
@@ -53,7 +54,7 @@ def test_gate_editing_phase_runs_on_routing_failures(tmp_path: Path, seed_dir: P
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.epochs": 1})
     lm = scripted_lm()
     train_run(run, config, bench, sp, seeds, lm)
-    gate_edits = [e for e in run.events.of_type("edit") if e.target == "gate"]
+    gate_edits = [e for e in read_events(run.events.path, kinds={"edit"}) if e.target == "gate"]
     # epoch 0's failures are routing cases; the skill edit already fixed validation (1.0), so
     # the gate edit cannot strictly improve it and is rejected
     assert [(e.status, e.before, e.after) for e in gate_edits] == [("rejected", 1.0, 1.0)]
@@ -77,7 +78,7 @@ def test_single_skill_mode_makes_no_gate_call(tmp_path: Path, seed_dir: Path) ->
     trainer = train_run(run, config, bench, sp, seeds, lm)
     assert "gate" not in lm.purposes
     assert trainer.state.optimizers["careful-computation"].accepted == 1
-    assert {e.activation for e in run.events.of_type("rollout")} == {"single"}
+    assert {e.activation for e in read_events(run.events.path, kinds={"rollout"})} == {"single"}
 
 
 class Crash(BaseException):
@@ -115,13 +116,15 @@ def test_interrupted_run_resumes_to_the_same_pool(
     ref_state = ref_run.load_state()
     assert resumed.state.q == ref_state.q and resumed.state.synergy == ref_state.synergy
     assert resumed.state.accepted_edits() == ref_state.accepted_edits()
-    assert len(run.events.of_type("rollout")) == len(ref_run.events.of_type("rollout"))
+    assert len(read_events(run.events.path, kinds={"rollout"})) == len(
+        read_events(ref_run.events.path, kinds={"rollout"})
+    )
 
 
 def test_no_interleaving_ablation_edits_everything_at_once(tmp_path: Path, seed_dir: Path) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.interleave": False})
     trainer = train_run(run, config, bench, sp, seeds, scripted_lm())
-    edits = run.events.of_type("edit")
+    edits = read_events(run.events.path, kinds={"edit"})
     assert {e.phase for e in edits} == {"skills"}  # no separate gate phase
     first = next(e for e in edits if e.status == "rejected")
     assert "careful-computation:" in first.summary and "gate:" in first.summary
@@ -137,10 +140,10 @@ def test_routing_ablations_make_no_gate_calls(
     lm = scripted_lm()
     train_run(run, config, bench, sp, seeds, lm)
     assert "gate" not in lm.purposes
-    rollouts = run.events.of_type("rollout")
+    rollouts = read_events(run.events.path, kinds={"rollout"})
     assert {e.activation for e in rollouts} == {source}
     assert all(len(e.skills) == (2 if policy == "random" else 3) for e in rollouts)
-    assert not [e for e in run.events.of_type("edit") if e.target == "gate"]
+    assert not [e for e in read_events(run.events.path, kinds={"edit"}) if e.target == "gate"]
 
 
 BROKEN = "Answer in French."
@@ -198,12 +201,12 @@ def test_repeated_gate_parse_failures_restore_the_last_good_gate_after_validatin
     assert trainer.pool.gate == broken  # one bad step is not enough
     asyncio.run(trainer.gate.watch(batch(4)))
     assert trainer.pool.gate == good  # two consecutive steps above 30%: restored
-    (event,) = trainer.ctx.run.events.of_type("gate_restored")
+    (event,) = read_events(trainer.ctx.run.events.path, kinds={"gate_restored"})
     assert isinstance(event, GateRestored)
     assert event.accepted and event.source == "last_good" and event.decision is not None
     assert event.checkpoint and (trainer.ctx.run.checkpoints_dir / event.checkpoint).is_file()
     # the restored gate was validated: a validation event of its pool precedes the restoration
-    pools = [e.pool for e in trainer.ctx.run.events.of_type("validation")]  # type: ignore[union-attr]
+    pools = [e.pool for e in read_events(trainer.ctx.run.events.path, kinds={"validation"})]  # type: ignore[union-attr]
     assert event.pool in pools
 
 
@@ -216,7 +219,7 @@ def test_a_restored_gate_that_validates_worse_is_not_kept(tmp_path: Path, seed_d
     trainer.ctx.state.last_good_gate = good.with_body(good.body + f"\n{BROKEN}\n").to_json()
     asyncio.run(trainer.gate.restore())
     assert trainer.pool.gate == good
-    (event,) = trainer.ctx.run.events.of_type("gate_restored")
+    (event,) = read_events(trainer.ctx.run.events.path, kinds={"gate_restored"})
     assert isinstance(event, GateRestored) and not event.accepted and event.checkpoint is None
     scores = [p.score for p in trainer.state.val_history]
     assert scores == sorted(scores)
@@ -234,7 +237,7 @@ def test_with_no_good_gate_ever_seen_the_seed_gate_is_the_candidate(
     for _ in range(2):
         asyncio.run(trainer.gate.watch(batch(4)))
     assert trainer.pool.gate == seed_gate
-    (event,) = trainer.ctx.run.events.of_type("gate_restored")
+    (event,) = read_events(trainer.ctx.run.events.path, kinds={"gate_restored"})
     assert isinstance(event, GateRestored) and event.source == "seed" and event.accepted
 
 

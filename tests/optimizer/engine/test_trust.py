@@ -16,6 +16,7 @@ from moscopt.lm.base import LMRequest
 from moscopt.optimizer.engine import Trainer
 from moscopt.optimizer.engine.evolution_phase import evolve
 from moscopt.run.ledger import EditEvent, EvolutionEvent
+from moscopt.run.ledger_read import read_events
 from moscopt.run.state import OptimizerState
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import (
@@ -163,7 +164,7 @@ def test_every_accepted_change_beat_its_incumbent_on_the_same_samples(
     tmp_path: Path, seed_dir: Path
 ) -> None:
     trainer = run_trainer(tmp_path, seed_dir, world(), **{"optimizer.acceptance": "paired"})
-    edits = trainer.ctx.run.events.of_type("edit")
+    edits = read_events(trainer.ctx.run.events.path, kinds={"edit"})
     accepted = [e for e in edits if isinstance(e, EditEvent) and e.status == "accepted"]
     assert accepted
     for e in accepted:
@@ -200,7 +201,7 @@ def test_strict_scores_never_decrease_with_repeated_gate_failures(
     asyncio.run(trainer.train())
     scores = [p.score for p in trainer.state.val_history]
     assert scores == sorted(scores) and scores[-1] == 1.0
-    assert trainer.ctx.run.events.of_type("gate_restored")
+    assert read_events(trainer.ctx.run.events.path, kinds={"gate_restored"})
 
 
 def test_evolution_newborns_start_from_the_mean_q_and_the_eliminated_are_forgotten(
@@ -224,7 +225,7 @@ def test_evolution_newborns_start_from_the_mean_q_and_the_eliminated_are_forgott
         s.optimizers[name] = OptimizerState(long_term_memory=["- a lesson"])
     asyncio.run(trainer.start_phase("evolve"))
     asyncio.run(evolve(trainer.ctx, trainer.validator))
-    (event,) = trainer.ctx.run.events.of_type("evolution")
+    (event,) = read_events(trainer.ctx.run.events.path, kinds={"evolution"})
     assert isinstance(event, EvolutionEvent) and event.accepted
     born = set(trainer.pool.names) - {"careful-computation", "cautious-planner", "detail-verifier"}
     gone = {"careful-computation", "cautious-planner", "detail-verifier"} - set(trainer.pool.names)

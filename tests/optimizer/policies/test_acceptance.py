@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 from collections.abc import Sequence
 
 import pytest
@@ -16,6 +17,7 @@ from moscopt.optimizer.policies.acceptance import (
     Verdict,
     make_acceptance,
 )
+from moscopt.optimizer.policies.noninferiority import NonInferiorityTest
 
 P, M, Z = (1.0, 0.0), (0.0, 1.0), (0.0, 0.0)  # (candidate, incumbent): ahead, behind, tie
 
@@ -56,9 +58,9 @@ PAIRED = make_acceptance("paired")
         ([P, P, M, Z], "better", True, "improved"),
         ([P, M, Z, Z], "better", False, "tie"),
         ([M, M, P, Z], "better", False, "not better"),
-        ([P, M, Z, Z], "not_worse", True, "tie"),
-        ([P, P, M, Z], "not_worse", True, "not worse"),
-        ([M, M, P, Z], "not_worse", False, "worse"),
+        ([P, M, Z, Z], "non_inferior", True, "tie"),
+        ([P, P, M, Z], "non_inferior", True, "not worse"),
+        ([M, M, P, Z], "non_inferior", False, "worse"),
     ],
 )
 def test_strict_compares_the_means_of_sample_zero(
@@ -124,34 +126,101 @@ def test_paired_with_one_sample_is_a_one_look_exact_test() -> None:
     assert not verdict.accepted and verdict.reason == "cap reached"
 
 
-# -- ties and not_worse --------------------------------------------------------------------------
+# -- ties ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("direction", "accepted"), [("better", False), ("not_worse", True)])
-def test_tie_rule_decides_at_once(direction: str, accepted: bool) -> None:
+def test_tie_rule_decides_at_once() -> None:
     inc, cand = pair(*[[Z] * 10] * 5)
-    verdict = decide(PAIRED, inc, cand, direction)
-    assert (verdict.accepted, verdict.reason, verdict.samples) == (accepted, "tie", 1)
+    verdict = decide(PAIRED, inc, cand)
+    assert (verdict.accepted, verdict.reason, verdict.samples) == (False, "tie", 1)
     assert verdict.low == verdict.high == verdict.mean_diff == 0.0
 
 
-def test_not_worse_rejects_a_clearly_worse_candidate() -> None:
-    inc, cand = pair([M] * 6 + [Z] * 4)
-    verdict = decide(PAIRED, inc, cand, "not_worse")
-    assert not verdict.accepted and verdict.reason.startswith("worse (p=")
-    assert verdict.high < 0 and verdict.samples == 1
+# -- non-inferiority -----------------------------------------------------------------------------
 
 
-def test_not_worse_accepts_early_unless_behind() -> None:
-    verdict = decide(PAIRED, *pair(*[[P, M, P] + [Z] * 7] * 5), "not_worse")
-    assert verdict.accepted and verdict.reason == "not worse" and verdict.samples == 1
+def test_identical_answers_bound_the_loss_within_the_margin_after_forty_observations() -> None:
+    """All ties are the best evidence of no loss there is, but ten of them are not enough: the
+    margin 0.1 is bounded after 4 looks of 10 tasks (the old "not worse" test kept it at once)."""
+    inc, cand = pair(*[[Z] * 10] * 5)
+    verdict = decide(PAIRED, inc, cand, "non_inferior")
+    assert verdict.accepted and verdict.samples == 4
+    assert verdict.reason.startswith("non-inferior: loss bounded within 0.1 (p=")
+    assert -0.1 <= verdict.low < 0 < verdict.high and verdict.mean_diff == 0.0
+    one_look = decide(make_acceptance("paired", max_samples=1), *pair([Z] * 10), "non_inferior")
+    assert not one_look.accepted and one_look.reason.startswith("cap reached")
 
 
-def test_not_worse_looks_again_when_behind_and_accepts_at_the_cap() -> None:
-    look = [M, M, M, P] + [Z] * 6  # the mirror of the cap case above
-    inc, cand = pair(*[look] * 3)
-    verdict = decide(make_acceptance("paired", max_samples=3), inc, cand, "not_worse")
-    assert verdict.accepted and verdict.reason == "cap reached" and verdict.samples == 3
+def test_a_candidate_behind_by_the_margin_stops_at_once() -> None:
+    inc, cand = pair(*[[M, M, P] + [Z] * 7] * 5)  # mean difference -0.1
+    verdict = decide(PAIRED, inc, cand, "non_inferior")
+    assert not verdict.accepted and verdict.samples == 1
+    assert verdict.reason == "behind by the margin 0.1 or more"
+
+
+def test_a_small_loss_within_the_margin_is_kept_on_enough_evidence() -> None:
+    look = [M] + [Z] * 19  # mean difference -0.05 on 20 tasks
+    verdict = decide(PAIRED, *pair(*[look] * 5), "non_inferior")
+    assert not verdict.accepted  # 100 observations cannot bound it within 0.1 at 95%
+    wide = make_acceptance("paired", margin=0.2)
+    verdict = decide(wide, *pair(*[look] * 5), "non_inferior")
+    assert verdict.accepted and verdict.low >= -0.2
+
+
+def test_the_old_not_worse_loophole_is_closed() -> None:
+    """A candidate behind on 3 of 10 tasks and ahead on 1 (mean -0.2) passed "not worse" at the
+    cap; non-inferiority rejects it."""
+    look = [M, M, M, P] + [Z] * 6
+    verdict = decide(make_acceptance("paired", max_samples=3), *pair(*[look] * 3), "non_inferior")
+    assert not verdict.accepted
+
+
+def worse_by(loss: float, p: float, tasks: int, rng: random.Random) -> list[float]:
+    """One look's differences of two independent 0/1 pools at rates p - loss and p."""
+    return [(rng.random() < p - loss) - (rng.random() < p) for _ in range(tasks)]
+
+
+@pytest.mark.parametrize("tasks", [10, 20, 50])
+def test_a_pool_worse_by_the_margin_is_kept_in_at_most_alpha_of_decisions(tasks: int) -> None:
+    """Monte Carlo at the boundary of H0 (true loss = the margin), whatever the split size."""
+    rng, kept, trials = random.Random(tasks), 0, 400
+    for _ in range(trials):
+        test = NonInferiorityTest(0.05, 0.1, 5)
+        for _ in range(5):
+            look = test.look(worse_by(0.1, 0.6, tasks, rng))
+            if look.outcome != "open":
+                break
+        kept += look.outcome == "crossed"
+    assert kept / trials <= 0.05
+
+
+def test_tasks_of_different_difficulty_do_not_break_the_guarantee() -> None:
+    """Half the tasks always tie, the other half lose 0.2 on average: mean loss exactly 0.1."""
+    rng, kept, trials = random.Random(7), 0, 400
+    for _ in range(trials):
+        test = NonInferiorityTest(0.05, 0.1, 5)
+        for _ in range(5):
+            diffs = [0.0] * 10 + worse_by(0.2, 0.6, 10, rng)
+            look = test.look(diffs)
+            if look.outcome != "open":
+                break
+        kept += look.outcome == "crossed"
+    assert kept / trials <= 0.05
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0]), min_size=1, max_size=8),
+                min_size=1, max_size=5))  # fmt: skip
+def test_the_candidate_is_kept_iff_the_lower_bound_is_within_the_margin(
+    looks: list[list[float]],
+) -> None:
+    test = NonInferiorityTest(0.05, 0.1, len(looks))
+    for diffs in looks:
+        look = test.look(diffs)
+        # (an anytime-valid bound: an earlier look's evidence may keep it above today's mean)
+        assert (look.outcome == "crossed") == (look.low >= -0.1 - 1e-9)
+        if look.outcome != "open":
+            break
 
 
 # -- requests ------------------------------------------------------------------------------------
@@ -164,7 +233,7 @@ cells = st.sampled_from([P, M, Z, (1.0, 1.0), (0.5, 0.0), (0.0, 0.25)])
     st.integers(1, 6).flatmap(
         lambda width: st.lists(st.lists(cells, min_size=width, max_size=width), min_size=5)
     ),
-    st.sampled_from(["better", "not_worse"]),
+    st.sampled_from(["better", "non_inferior"]),
     st.integers(1, 5),
 )
 def test_incumbent_is_asked_only_for_indices_the_candidate_is_asked_for(
@@ -175,11 +244,10 @@ def test_incumbent_is_asked_only_for_indices_the_candidate_is_asked_for(
     assert cand.asked == list(range(verdict.samples))
     assert inc.asked == cand.asked
     assert 1 <= verdict.samples <= cap and verdict.n == verdict.samples * len(looks[0])
-    rejected_as_worse = verdict.high < 0
     if direction == "better":
         assert verdict.accepted == (verdict.low > 0)
     else:
-        assert verdict.accepted == (not rejected_as_worse)
+        assert verdict.accepted == (verdict.low >= -0.1 - 1e-9)
     if verdict.accepted and direction == "better":
         assert verdict.mean_diff > 0
     assert decide(make_acceptance("paired", max_samples=cap), *pair(*looks), direction) == verdict

@@ -1,0 +1,108 @@
+"""Reading a run's ledger whole (`read_events`) and checking that it is the log the run's state
+was built on (`check_ledger`): a malformed line is a `UserError` naming the file and line, a
+torn last line (a process killed mid-append) is skipped, and a log lost, cut or rewritten since
+the last save is a `UserError`, never an empty or different history."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from moscopt.errors import UserError
+from moscopt.run.ledger import TYPE_PATTERN, Event, describe_error, parse_event
+
+
+def read_events(
+    path: Path,
+    upto: int | None = None,
+    kinds: Iterable[str] | None = None,
+    *,
+    sha256: str | None = None,
+) -> list[Event]:
+    """The events of the first `upto` bytes of `path` (all: None), only `kinds` if given.
+
+    A malformed line is corruption and a `UserError` naming the file and line, except a torn last
+    line (a process killed mid-append), which is skipped. With `upto` (what the run's state
+    recorded at its last save) the log must hold at least that many bytes, and with `sha256`
+    those bytes must have that digest (`check_ledger`): a log lost, cut or rewritten since is a
+    `UserError`, never an empty or different history.
+    """
+    data = _read(path, upto)
+    events = _parse(data, path, None if kinds is None else frozenset(kinds))
+    _agree(data, path, upto, sha256)
+    return events
+
+
+def check_ledger(path: Path, upto: int, sha256: str | None) -> None:
+    """A `UserError` (exit 2) unless the first `upto` bytes of `path` are there and (with
+    `sha256`) have that digest. Only a log that fails is parsed, to name a damaged line first."""
+    data = _read(path, upto)
+    if len(data) < upto or (sha256 is not None and hashlib.sha256(data).hexdigest() != sha256):
+        _parse(data, path, None)
+        _agree(data, path, upto, sha256)
+
+
+def _read(path: Path, upto: int | None) -> bytes:
+    if not path.is_file():
+        if upto:
+            raise UserError(
+                f"is missing, but the run's state records {upto} bytes of it: " + LEDGER_MISMATCH,
+                path=path,
+            )
+        return b""
+    with open(path, "rb") as f:
+        return f.read() if upto is None else f.read(upto)
+
+
+def _parse(data: bytes, path: Path, wanted: frozenset[str] | None) -> list[Event]:
+    lines = data.split(b"\n")
+    events: list[Event] = []
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        if wanted is not None:
+            m = TYPE_PATTERN.search(raw, 0, 200)  # the type sits near the start of every line
+            if m is not None and m.group(1).decode() not in wanted:
+                continue
+        try:
+            event = parse_event(raw)
+        except ValidationError as e:
+            if i == len(lines) - 1 and _is_torn(raw):
+                break
+            raise UserError(describe_error(e), path=path, line=i + 1) from None
+        if wanted is None or event.type in wanted:
+            events.append(event)
+    return events
+
+
+def _agree(data: bytes, path: Path, upto: int | None, sha256: str | None) -> None:
+    if upto is not None and len(data) < upto:
+        raise UserError(
+            f"holds {len(data)} bytes, but the run's state records {upto}: " + LEDGER_MISMATCH,
+            path=path,
+        )
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise UserError(
+            "does not match the digest the run's state records for it (rewritten or edited "
+            "since the last save): " + LEDGER_MISMATCH,
+            path=path,
+        )
+
+
+LEDGER_MISMATCH = (
+    "the event log and state.json no longer agree, so the run's history is not what its state "
+    "was built on. Restore the run's events.jsonl (from a backup), or start a new run "
+    "(--run elsewhere); nothing was changed"
+)
+
+
+def _is_torn(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:
+        return True
+    return False
