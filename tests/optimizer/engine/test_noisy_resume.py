@@ -25,7 +25,7 @@ from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, ROUTES, edit, gold_of, make_run, skill_name, train_run
 
-SEEDS = Path(__file__).resolve().parents[2] / "skills"
+SEEDS = Path(__file__).resolve().parents[3] / "skills"
 OVERRIDES: dict[str, Any] = {
     "evolution.enabled": True,
     "credit.c_min": 1,

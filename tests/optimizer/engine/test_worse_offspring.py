@@ -19,7 +19,7 @@ from moscopt.run.ledger import EvolutionEvent
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import ROUTES, edit, gold_of, make_run, train_run
 
-SEEDS = Path(__file__).resolve().parents[2] / "skills"
+SEEDS = Path(__file__).resolve().parents[3] / "skills"
 WORSE = "Answer at once, without checking."
 
 
