@@ -28,7 +28,7 @@ def export_cmd(
     opts: o.Shared,
     mode: str = typer.Option(..., "--mode", help="mixture, static, distilled, router or agents."),
     run: Path | None = typer.Option(
-        None, "--run", help="The run directory (default: the project's latest run)."
+        None, "--run", help="The run directory (default: the project's latest finished run)."
     ),
     out: Path | None = typer.Option(
         None, "-o", "--out", help="Export folder (default: <run>/exports/<mode>)."
@@ -49,7 +49,12 @@ def export_cmd(
 
     flags = opts.overrides()
     result = export_run(
-        run_path=open_run(run).path, mode=mode, out=out, force=force, overrides=flags, top=top
+        run_path=open_run(run, finished=True).path,
+        mode=mode,
+        out=out,
+        force=force,
+        overrides=flags,
+        top=top,
     )
     m = result.manifest
     if opts.json_out:

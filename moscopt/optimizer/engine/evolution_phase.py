@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 async def evolve(ctx: Context, validator: Validator) -> None:
     s = ctx.state
     old = ctx.pool
+    ctx.doing("evolving the pool (new skills by mutation and co-breeding)")
     pool, notes = await next_generation(
         ctx.optimizer_lm,
         old,
