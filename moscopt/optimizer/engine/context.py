@@ -68,6 +68,7 @@ class Context:
         self.val_tasks: list[Task] = list(splits.val[:n_val])
         self.extensions: list[Extension] = []
         self.activity = ""  # what runs now, in words (the live display's "now" line)
+        self.planned_calls: int | None = None  # the plan's calls for this process (its ETA)
         # the edit decisions as logged (`run.outcomes`), counted for the progress callback
         self.outcomes = (
             outcome_counts(e for e in run.read_events(self.state, {"edit"}) if _is_edit(e))
@@ -247,6 +248,7 @@ class Context:
                 "tokens": totals.prompt_tokens + totals.completion_tokens,
                 "cost": totals.cost,
                 "activity": self.activity,
+                "planned_calls": self.planned_calls,
                 "gate_constrained": constrained_gate(
                     self.agent_lm.model, self.config.gating.output
                 ),
