@@ -30,6 +30,7 @@ from moscopt.routing.gate import (
     fallback_hint,
 )
 from moscopt.run.ledger import EditEvent, LLMCall, RolloutEvent
+from moscopt.run.outcomes import outcome_counts, outcome_words
 from moscopt.run.rundir import RunDir
 from moscopt.run.state import RunState
 
@@ -188,6 +189,7 @@ def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
             "acceptance rate",
             f"{accepted}/{len(decided)}" + (f" ({accepted / len(decided):.0%})" if decided else ""),
         ],
+        ["edit decisions", outcome_words(outcome_counts(views.edits))],
         ["wall time (first to last event)", _duration(wall)],
         [
             "LLM call latency",
