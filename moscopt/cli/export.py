@@ -57,6 +57,9 @@ def export_cmd(
         top=top,
     )
     m = result.manifest
+    table = m.static if m.static is not None else (m.agents or {}).get("static")
+    if table and table.get("default_only"):
+        typer.echo(f"warning: {table['default_only']}", err=True)
     if opts.json_out:
         data_out = {"out": str(result.out), "files": result.files, **m.model_dump(mode="json")}
         typer.echo(json.dumps(data_out, indent=2, sort_keys=True))

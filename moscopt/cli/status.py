@@ -181,6 +181,8 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
         f"calls {t['calls']} (cache hits {t['cache_hits']})   tokens "
         f"{t['prompt_tokens']}+{t['completion_tokens']}   cost ${t['cost']:.4f}"
     )
+    for w in d.get("export_warnings", []):
+        console.print(f"warning: {w['mode']} export {w['export']}: {w['warning']}", markup=False)
     if d["synergy_top"]:
         pairs = ", ".join(
             f"{a}+{b}: {c}" for (a, b), c in ((p["pair"], p["count"]) for p in d["synergy_top"])

@@ -122,7 +122,30 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "best_val_by_epoch": _best_per_epoch(history),
         "totals": state.totals.model_dump(),
         "checkpoints": len(run.checkpoints()),
+        "export_warnings": _export_warnings(run),
     }
+
+
+def _export_warnings(run: RunDir) -> list[dict[str, str]]:
+    """What the run's own exports (`<run>/exports/<mode>/`) warned about when they were made:
+    a static or agents routing table with no rule but DEFAULT."""
+    from moscopt.errors import UserError
+    from moscopt.exports.manifest import MANIFEST_FILE, load_manifest
+
+    found: list[dict[str, str]] = []
+    if not run.exports_dir.is_dir():
+        return found
+    for folder in sorted(run.exports_dir.iterdir()):
+        if not (folder / MANIFEST_FILE).is_file():
+            continue
+        try:
+            m = load_manifest(folder)
+        except UserError:  # status shows the rest of the run
+            continue
+        table = m.static if m.static is not None else (m.agents or {}).get("static")
+        if table and table.get("default_only"):
+            found.append({"export": str(folder), "mode": m.mode, "warning": table["default_only"]})
+    return found
 
 
 def _specialization(run: RunDir) -> dict[str, Any]:
