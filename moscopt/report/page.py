@@ -30,6 +30,7 @@ from moscopt.report.tables import fmt as _f
 from moscopt.run.fsio import atomic_write_bytes, atomic_write_text, iter_jsonl
 from moscopt.run.history import CORE_KINDS, History
 from moscopt.run.ledger import LLMCall
+from moscopt.run.outcomes import outcome_counts, outcome_words
 from moscopt.run.rundir import RunDir
 
 
@@ -195,6 +196,19 @@ def eval_rows(run: RunDir) -> list[dict[str, Any]]:
 
 def draw_curve(curve: Curve) -> bytes | None:
     """The learning curve as PNG bytes; None if matplotlib is not installed."""
+    fig = curve_figure(curve)
+    if fig is None:
+        return None
+    buf = io.BytesIO()
+    # no Software/date metadata: the same run gives the same bytes
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def curve_figure(curve: Curve) -> Any:
+    """The learning curve's matplotlib `Figure` (None without matplotlib). Counts and cost
+    start at zero; a run of a single step has no curve to draw, so its calls and cost are
+    written as values."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -203,7 +217,7 @@ def draw_curve(curve: Curve) -> bytes | None:
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     if curve.val:
         xs, ys = zip(*curve.val, strict=True)
-        top.step(xs, ys, where="post", color="tab:blue", label="current pool")
+        top.step(xs, ys, where="post", color="tab:blue", label="current pool", marker=".")
     if curve.rejected:
         xs, ys = zip(*curve.rejected, strict=True)
         top.scatter(xs, ys, marker="x", color="tab:gray", label="rejected candidate", zorder=3)
@@ -214,34 +228,42 @@ def draw_curve(curve: Curve) -> bytes | None:
         label = "evolution accepted" if i == 0 else None
         top.axvline(step, color="tab:red", linestyle=":", alpha=0.6, label=label)
     top.set_ylabel("validation score")
-    top.set_ylim(-0.05, 1.05)
+    top.set_ylim(-0.05, 1.05)  # a score at 0 or 1 stays visible
     top.grid(alpha=0.3)
     if top.get_legend_handles_labels()[0]:
         top.legend(loc="lower right", fontsize="small")
-    if curve.logged_calls:
-        bottom.plot(curve.steps, curve.calls, color="tab:purple", label="LLM calls")
+    if not curve.logged_calls:
+        _say(bottom, "no LLM calls logged")
+    elif len(curve.steps) < 2:  # one point is a value, not a curve
+        _say(bottom, f"{curve.calls[-1]} LLM calls, ${curve.cost[-1]:.4f} (one step: no curve)")
+    else:
+        bottom.plot(curve.steps, curve.calls, color="tab:purple", label="LLM calls", marker=".")
         bottom.set_ylabel("cumulative calls")
+        bottom.set_ylim(0, max(1, max(curve.calls)) * 1.05)  # from zero: step 0 is seen
         twin = bottom.twinx()
         twin.plot(curve.steps, curve.cost, color="tab:orange", linestyle="--", label="cost")
         twin.set_ylabel("cumulative cost ($)")
+        most = max(curve.cost)
+        twin.set_ylim(0, most * 1.05 if most > 0 else 1.0)  # no cost: $0, never below
         lines = bottom.get_lines() + twin.get_lines()
         bottom.legend(
             lines, [str(x.get_label()) for x in lines], loc="upper left", fontsize="small"
         )
-    else:
-        bottom.text(
-            0.5, 0.5, "no LLM calls logged", ha="center", va="center", transform=bottom.transAxes
-        )
-        bottom.set_yticks([])
     bottom.set_xlabel("step")
     bottom.grid(alpha=0.3)
+    from matplotlib.ticker import MaxNLocator
+
+    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     if curve.steps:
-        bottom.set_xlim(-0.2, max(curve.steps) + 0.2)
+        bottom.set_xlim(-0.2, max(1, max(curve.steps)) + 0.2)
     fig.tight_layout()
-    buf = io.BytesIO()
-    # no Software/date metadata: the same run gives the same bytes
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
+    return fig
+
+
+def _say(ax: Any, text: str) -> None:
+    """`text` in the middle of `ax`, instead of a plot."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_yticks([])
 
 
 # -- the page ------------------------------------------------------------------------------------
@@ -252,9 +274,6 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
     config = run.load_config()
     pool = run.load_pool(state)
     edits, evolutions = history.edits, history.evolutions
-    counts: dict[str, int] = defaultdict(int)
-    for e in edits:
-        counts[e.status] += 1
     first = state.val_history[0].score if state.val_history else None
     final = history.state.cursor.best_val
     best = max((p.score for p in state.val_history), default=None)
@@ -267,16 +286,13 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
             ["setting", "value"],
             [
                 ["benchmark", state.benchmark or "-"],
-                ["status", state.status],
+                ["status", run.condition(state)],
                 ["model", config.model],
                 ["optimizer model", config.effective_optimizer_model],
                 ["N / K", f"{config.pool.n} / {config.pool.k}"],
                 ["epochs / steps", f"{state.epoch} / {state.step}"],
                 ["validation score", f"{_f(first)} -> {_f(final)} (best {_f(best)})"],
-                [
-                    "edits",
-                    ", ".join(f"{counts[k]} {k}" for k in sorted(counts)) or "none",
-                ],
+                ["edits", outcome_words(outcome_counts(edits))],
                 [
                     "evolution cycles",
                     f"{sum(e.accepted for e in evolutions)} accepted of {len(evolutions)}",

@@ -46,7 +46,7 @@ def test_status_summary_breakdown_json_and_report_agree(
     out = tmp_path / "report.md"
     write_report(scripted_run, out)
     words = ", ".join(f"{n} {w}" for w, n in total.items())
-    assert f"| edit decisions | {words} |" in out.read_text()
+    assert f"| edits | {words} |" in out.read_text()
 
 
 @pytest.fixture
