@@ -91,6 +91,10 @@ def train_cmd(
             "agent.progressive_disclosure": False if no_progressive_disclosure else None,
         },
     )
+    if no_pilot and not dry_run:  # a flag that does not apply is never ignored
+        from moscopt.errors import UserError
+
+        raise UserError("--no-pilot only applies with --dry-run (it plans without a pilot)")
     if dry_run:
         from moscopt.cli.plan import show_plan
 

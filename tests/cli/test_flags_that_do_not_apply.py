@@ -84,3 +84,11 @@ def test_route_and_export_pass_over_an_unfinished_latest_run(project: Path) -> N
     none = runner.invoke(app, ["export", "--mode", "static"])
     assert none.exit_code == 2
     assert "no finished run: the latest is interrupted" in " ".join(none.output.split())
+
+
+def test_other_flags_that_do_not_apply(project: Path) -> None:
+    no_pilot = runner.invoke(app, ["train", "--benchmark", "addition.yaml", "--no-pilot"])
+    assert no_pilot.exit_code == 2 and "--no-pilot only applies with --dry-run" in no_pilot.output
+    grader = runner.invoke(app, ["stream", "--benchmark", "addition.yaml", "--grader", "exact"])
+    assert grader.exit_code == 2 and "--grader grades a --tasks file" in grader.output
+    assert not (project / "runs").exists()
