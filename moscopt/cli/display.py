@@ -68,7 +68,8 @@ class TrainDisplay:
         self.last_call: float | None = None
         self.run_path: str | None = None  # set by `started` as soon as the run exists
         self.first_calls: tuple[float, int] | None = None  # (when, calls) at the first event
-        self.epoch_started: dict[int, float] = {0: self.start}
+        self.epoch_started: dict[int, float] = {}  # when this process saw each epoch begin
+        self.first_epoch: int | None = None  # the epoch this process started in (a resume: >0)
         self.hinted = False
         self._live: Any = None
         self._console: Any = None
@@ -99,6 +100,9 @@ class TrainDisplay:
             self.last_call = now
         if self.first_calls is None:
             self.first_calls = (now, int(e.get("calls", 0)))
+        if self.first_epoch is None and "epoch" in e:
+            self.first_epoch = e["epoch"]
+            self.epoch_started[e["epoch"]] = self.start
         if e.get("epoch") not in self.epoch_started:
             self.epoch_started[e["epoch"]] = now
         self.state = e
@@ -169,16 +173,18 @@ class TrainDisplay:
         return None  # a step boundary: the live panel shows it, plain lines do not
 
     def eta(self) -> str:
-        """From the mean time of the finished epochs; during the first epoch (and so all along
-        a one-epoch run), from the pace of the calls so far and the plan's call count."""
+        """From the mean time of the epochs this process finished; before that (the first epoch,
+        so all along a one-epoch run, or a resumed run's first), from the pace of the calls so
+        far and the plan's call count."""
         e = self.state
         if not e:
             return "-"
         epoch, epochs = e["epoch"], e["epochs"]
         if e.get("event") == "done":
             return "done"
-        if epoch > 0:
-            per_epoch = (self.epoch_started[epoch] - self.start) / epoch
+        first = self.first_epoch if self.first_epoch is not None else epoch
+        if epoch > first and epoch in self.epoch_started:  # epochs this process has finished
+            per_epoch = (self.epoch_started[epoch] - self.epoch_started[first]) / (epoch - first)
             left = per_epoch * (epochs - epoch) - (self.clock() - self.epoch_started[epoch])
             return _clock(max(0.0, left))
         planned = e.get("planned_calls")

@@ -165,3 +165,15 @@ def test_the_edit_line_uses_the_one_vocabulary() -> None:
     )
     display.close()
     assert "edits 1 accepted, 2 rejected, 2 unusable, 1 not applied" in out.getvalue()
+
+
+def test_a_resumed_runs_eta_counts_only_the_epochs_it_ran() -> None:
+    clock = Clock()
+    display = TrainDisplay(stream=io.StringIO(), live=False, clock=clock)
+    display.update(event(event="phase", epoch=2, epochs=4, calls=500, planned_calls=100))
+    clock.now += 60
+    display.update(event(event="phase", epoch=3, epochs=4, calls=560, planned_calls=100))
+    clock.now += 20
+    text = render(display)
+    display.close()
+    assert "ETA 0:40" in text  # one epoch took 60 s here; 20 s into the last one
