@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-GRACE = 1.0  # seconds from Ctrl-C to the hard exit, if the process has not ended by then
+GRACE = 0.5  # seconds from Ctrl-C to the hard exit, if the process has not ended by then
 
 
 class Interrupt:
