@@ -28,11 +28,16 @@ def outcome_counts(edits: Iterable[Any]) -> dict[str, int]:
     return count_outcomes(e.status for e in edits)
 
 
+def outcome_word(status: str) -> str:
+    """One outcome as a user reads it: `not_applied` -> `not applied`."""
+    return status.replace("_", " ")
+
+
 def outcome_words(counts: dict[str, int], *, always: tuple[str, ...] = OUTCOMES) -> str:
     """`1 accepted, 2 rejected, 1 unusable, 0 not applied`; outcomes outside `always` are left
     out when zero."""
     parts = [
-        f"{counts.get(name, 0)} {name.replace('_', ' ')}"
+        f"{counts.get(name, 0)} {outcome_word(name)}"
         for name in OUTCOMES
         if counts.get(name, 0) or name in always
     ]
