@@ -80,7 +80,7 @@ class TrainDisplay:
 
     def note(self, text: str) -> None:
         if not self.quiet:
-            self._print(f"note: {text}")
+            self._print(f"note: {text}", cut=False)
 
     def begin(self) -> None:
         """Show the panel now, before the first event (loading a model can take a while)."""
@@ -234,12 +234,18 @@ class TrainDisplay:
 
     # -- output --------------------------------------------------------------------------------
 
-    def _print(self, text: str) -> None:
-        if self._live is not None:  # a terminal: one line, cut to its width, never wrapped
+    def _print(self, text: str, *, cut: bool = True) -> None:
+        """One line: on a terminal an event line (`cut`) is cut to its width with an ellipsis,
+        never wrapped; a note (a sentence to read whole) wraps between words."""
+        if self._live is not None:
             from rich.text import Text
 
-            line = Text(text, no_wrap=True, overflow="ellipsis")
-            self._live.console.print(line, highlight=False, no_wrap=True, overflow="ellipsis")
+            console = self._live.console
+            if cut:
+                line = Text(text, no_wrap=True, overflow="ellipsis")
+                console.print(line, highlight=False, no_wrap=True, overflow="ellipsis")
+            else:
+                console.print(Text(text), highlight=False)
         else:
             print(text, file=self.stream, flush=True)  # plain: one line, never wrapped
 

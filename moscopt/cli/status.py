@@ -62,8 +62,9 @@ def _render(d: dict[str, Any]) -> None:
 
     console = Console(highlight=False)
     if "run" in d:
-        console.print(
-            f"[bold]run[/] {d['run']}  ({d['status']}, benchmark {d['benchmark'] or '-'})"
+        console.print(  # soft wrap: a long path is never broken mid-name
+            f"[bold]run[/] {d['run']}  ({d['status']}, benchmark {d['benchmark'] or '-'})",
+            soft_wrap=True,
         )
         if d["status"] in RESUMABLE:
             console.print(
@@ -74,7 +75,7 @@ def _render(d: dict[str, Any]) -> None:
         console.print(f"epoch {d['epoch']}  step {d['step']}  phase {d['phase']}")
     else:
         console.print(f"[bold]project[/] {d['config'] or '(no moscopt.yaml: defaults)'}")
-        console.print(f"skills {d['skills_dir']}")
+        console.print(f"skills {d['skills_dir']}", soft_wrap=True)
     model = d["model"]
     if d["optimizer_model"] != model:
         model += f" (optimizer: {d['optimizer_model']})"
@@ -182,7 +183,8 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
         f"{t['prompt_tokens']}+{t['completion_tokens']}   cost ${t['cost']:.4f}"
     )
     for w in d.get("export_warnings", []):
-        console.print(f"warning: {w['mode']} export {w['export']}: {w['warning']}", markup=False)
+        line = f"warning: {w['mode']} export {w['export']}: {w['warning']}"
+        console.print(line, markup=False, soft_wrap=True)
     if d["synergy_top"]:
         pairs = ", ".join(
             f"{a}+{b}: {c}" for (a, b), c in ((p["pair"], p["count"]) for p in d["synergy_top"])

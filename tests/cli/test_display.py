@@ -177,3 +177,14 @@ def test_a_resumed_runs_eta_counts_only_the_epochs_it_ran() -> None:
     text = render(display)
     display.close()
     assert "ETA 0:40" in text  # one epoch took 60 s here; 20 s into the last one
+
+
+def test_a_note_on_a_terminal_wraps_between_words_and_is_read_whole() -> None:
+    out = io.StringIO()
+    display = TrainDisplay(stream=out, live=True, clock=Clock())
+    display.begin()
+    words = [f"word{i}" for i in range(40)]
+    display.note(" ".join(words))
+    display.close()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\r", "", out.getvalue())
+    assert all(w in text.split() for w in words)  # every word whole: none cut or split
