@@ -118,10 +118,11 @@ def train_cmd(
         display.started(run)
 
     def interrupted() -> str:
-        where = f" --run {display.run_path}" if display.run_path else ""
+        if display.run_path is None:
+            return "moscopt: interrupted before the run was made: nothing to resume"
         return (
             "moscopt: interrupted; the run keeps everything up to its last save: "
-            f"continue with moscopt train --resume{where}"
+            f"continue with moscopt train --resume --run {display.run_path}"
         )
 
     try:
