@@ -76,8 +76,10 @@ def train(
     project_root: Path,
     progress: Callable[[dict[str, Any]], None] | None = None,
     notes: Callable[[str], None] | None = None,
+    started: Callable[[Path], None] | None = None,
 ) -> TrainOutcome:
-    """Start a new run and train it to the end."""
+    """Start a new run and train it to the end; `started` is told the run's path as soon as
+    the run exists (before the models load)."""
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
     for m in messages:
@@ -91,6 +93,8 @@ def train(
     path = run_path or default_run_path(config, project_root, bench.name)
     check_models(config)
     run = create_run(path, config, pool, ref, splits)
+    if started is not None:
+        started(run.path)
     with run.locked():
         return _train(run, config, bench, splits, progress, state=run.load_state(), resumed=False)
 
@@ -179,6 +183,8 @@ def _train(
             progress=progress,
             state=state,
         )
+        if progress is not None:  # the display's ETA during the first epoch
+            trainer.ctx.planned_calls = planned_calls(config, bench, splits, trainer.pool, state)
         try:
             asyncio.run(trainer.train())
         except (LMFatalError, KeyboardInterrupt):
@@ -193,6 +199,18 @@ def _train(
     certificate = latest(run, final) if config.training.certificate_samples else None
     changed = _changed(run, final)
     return TrainOutcome(run, before, final.cursor.best_val, resumed, changed, certificate)
+
+
+def planned_calls(
+    config: Config, bench: Benchmark, splits: Splits, pool: Pool, state: RunState
+) -> int:
+    """The calls `moscopt plan --no-pilot` expects from the epoch `state` is in to the end (the
+    epoch in progress counted whole): config only, no LLM call."""
+    from moscopt.planning import shape_of
+    from moscopt.planning.model import count, worst_case
+
+    shape = shape_of(config, bench, splits, pool, start_epoch=state.epoch)
+    return round(sum(p.calls for p in count(shape, worst_case(shape))))
 
 
 def _changed(run: RunDir, state: Any) -> bool:

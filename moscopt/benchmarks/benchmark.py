@@ -42,8 +42,17 @@ class Benchmark:
     # --- data ------------------------------------------------------------------------------
 
     def tasks(self, *, data: str | Path | None = None, count: int | None = None) -> list[Task]:
-        """Every task of the source, unsplit (`count` sizes a generated benchmark)."""
+        """Every task of the source, unsplit (`count` sizes a generated benchmark, which takes
+        no `data`: a data file given to it is a `UserError`, never silently ignored)."""
         if self.spec.source.generator == "offline":
+            if data is not None:
+                from moscopt.errors import UserError
+
+                raise UserError(
+                    f"does not apply to the benchmark '{self.name}', which generates its tasks: "
+                    "leave out --data (or data.path), or choose a benchmark that reads a file",
+                    field="data.path",
+                )
             return self._offline_tasks(count or sum(self.spec.splits.sizes().values()))
         from moscopt.benchmarks.loaders import load_rows
         from moscopt.benchmarks.records import build_task
@@ -62,7 +71,7 @@ class Benchmark:
 
         Data: `data` (a file or a folder laid out like `shared/data`), else
         `$MOSCOPT_DATA_DIR`, else the Hugging Face hub at the spec's pinned revision. A
-        generated benchmark ignores them.
+        generated benchmark ignores `$MOSCOPT_DATA_DIR` and refuses `data`.
         """
         from moscopt.benchmarks.splits import split_tasks
 

@@ -1,11 +1,13 @@
 """What `moscopt train` shows while it runs (on stderr).
 
-On a terminal: a live panel (rich) with the phase, epoch and step, the validation score, edits
-accepted and rejected, the gate's fallback rate, calls, tokens, cost, elapsed time and an ETA,
-redrawn four times a second, so that a long single call (a distillation, a slow server) is seen
-to be running: the panel counts the seconds since the last event. Decisions scroll above it.
-Elsewhere (a pipe, a log file, CI): one plain line per event, never wrapped, and a line
-`... still working` when nothing happened for `HEARTBEAT` seconds.
+On a terminal: a live panel (rich), up from the first instant (`begin`), with the phase, epoch
+and step, what runs now (`validating candidate <skill>: sample 2 of up to 5 (3 of 6 tasks
+done)`), the validation score, the edit decisions (`run.outcomes`' words), the gate's fallback
+rate, calls, tokens and cost (moved by every LLM call, so they agree with the ledger), elapsed
+time and an ETA (from the finished epochs, or during the first epoch from the plan's call
+count), redrawn four times a second. Decisions scroll above it, cut to the terminal's width.
+Elsewhere (a pipe, a log file, CI): one plain line per decision, never wrapped, and a line
+`... still working` with what runs now when no line was printed for `HEARTBEAT` seconds.
 
 When the gate's answers fall back often (the model is not following the gate's format), the
 run says so once and says what to change (`moscopt.routing.gate.fallback_hint`).
@@ -17,15 +19,24 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 from moscopt.routing.gate import HIGH_FALLBACK, fallback_hint
 
-HEARTBEAT = 60.0  # seconds without an event before a plain-mode "still working" line
+HEARTBEAT = 60.0  # seconds without a line before a plain-mode "still working" line
+MIN_CALLS_FOR_ETA = 5  # calls made before a one-epoch ETA is estimated from their pace
 
 
 def _tokens(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def _edits(e: dict[str, Any]) -> str:
+    """The edit decisions so far, in `run.outcomes`' words (unusable / not applied if any)."""
+    from moscopt.run.outcomes import outcome_words
+
+    return outcome_words(e, always=("accepted", "rejected"))
 
 
 def _clock(seconds: float) -> str:
@@ -54,7 +65,11 @@ class TrainDisplay:
         self.last_beat = self.start
         self.state: dict[str, Any] = {}
         self.last_line = "starting"
-        self.epoch_started: dict[int, float] = {0: self.start}
+        self.last_call: float | None = None
+        self.run_path: str | None = None  # set by `started` as soon as the run exists
+        self.first_calls: tuple[float, int] | None = None  # (when, calls) at the first event
+        self.epoch_started: dict[int, float] = {}  # when this process saw each epoch begin
+        self.first_epoch: int | None = None  # the epoch this process started in (a resume: >0)
         self.hinted = False
         self._live: Any = None
         self._console: Any = None
@@ -65,19 +80,36 @@ class TrainDisplay:
 
     def note(self, text: str) -> None:
         if not self.quiet:
-            self._print(f"note: {text}")
+            self._print(f"note: {text}", cut=False)
+
+    def begin(self) -> None:
+        """Show the panel now, before the first event (loading a model can take a while)."""
+        if not self.quiet:
+            self._ensure_started()
+
+    def started(self, run_path: str | Path) -> None:
+        """The run exists at `run_path` (what an interrupted run's hint names)."""
+        self.run_path = str(run_path)
 
     def update(self, e: dict[str, Any]) -> None:
         if self.quiet:
             return
         now = self.clock()
-        self.last_event = self.last_beat = now
+        self.last_event = now
+        if e.get("event") == "call":
+            self.last_call = now
+        if self.first_calls is None:
+            self.first_calls = (now, int(e.get("calls", 0)))
+        if self.first_epoch is None and "epoch" in e:
+            self.first_epoch = e["epoch"]
+            self.epoch_started[e["epoch"]] = self.start
         if e.get("epoch") not in self.epoch_started:
             self.epoch_started[e["epoch"]] = now
         self.state = e
         line = self.describe(e)
         if line is not None:
             self.last_line = line
+            self.last_beat = now
             self._print(f"{self.head(e)} {line} | {self.tail(e)}")
         rate = e.get("gate_fallback")
         if rate is not None and rate > HIGH_FALLBACK and not self.hinted:
@@ -91,9 +123,15 @@ class TrainDisplay:
         if self.live or self.quiet or now - self.last_beat < HEARTBEAT:
             return
         self.last_beat = now
+        e = self.state
+        phase = e.get("phase", "start")
+        doing = f"{e['activity']}; " if e.get("activity") else ""
+        calls = f"{e['calls']} calls; " if "calls" in e else ""
         idle = _clock(now - self.last_event)
-        phase = self.state.get("phase", "start")
-        self._print(f"... still working ({phase}; {idle} since the last event; {self.last_line})")
+        self._print(
+            f"... still working ({phase}; {doing}{calls}{idle} since the last event; "
+            f"last: {self.last_line})"
+        )
 
     def close(self) -> None:
         self._stop.set()
@@ -116,7 +154,7 @@ class TrainDisplay:
         rate = e.get("gate_fallback")
         gate = "" if rate is None else f" | gate fallback {rate:.0%}"
         return (
-            f"val {best} | edits +{e['accepted']}/-{e['rejected']}{gate} | {e['calls']} calls, "
+            f"val {best} | edits {_edits(e)}{gate} | {e['calls']} calls, "
             f"{_tokens(e['tokens'])} tok, ${e['cost']:.4f}"
         )
 
@@ -135,18 +173,32 @@ class TrainDisplay:
         return None  # a step boundary: the live panel shows it, plain lines do not
 
     def eta(self) -> str:
-        """From the mean time of the finished epochs; '-' during the first one."""
+        """From the mean time of the epochs this process finished; before that (the first epoch,
+        so all along a one-epoch run, or a resumed run's first), from the pace of the calls so
+        far and the plan's call count."""
         e = self.state
         if not e:
             return "-"
         epoch, epochs = e["epoch"], e["epochs"]
         if e.get("event") == "done":
             return "done"
-        if epoch == 0:
+        first = self.first_epoch if self.first_epoch is not None else epoch
+        if epoch > first and epoch in self.epoch_started:  # epochs this process has finished
+            per_epoch = (self.epoch_started[epoch] - self.epoch_started[first]) / (epoch - first)
+            left = per_epoch * (epochs - epoch) - (self.clock() - self.epoch_started[epoch])
+            return _clock(max(0.0, left))
+        planned = e.get("planned_calls")
+        if not planned or self.first_calls is None:
             return "- (after the first epoch)"
-        per_epoch = (self.epoch_started[epoch] - self.start) / epoch
-        left = per_epoch * (epochs - epoch) - (self.clock() - self.epoch_started[epoch])
-        return _clock(max(0.0, left))
+        since, calls0 = self.first_calls
+        made = int(e["calls"]) - calls0
+        if made < MIN_CALLS_FOR_ETA:
+            return f"- (after {MIN_CALLS_FOR_ETA} calls; about {planned} planned)"
+        if made >= planned:
+            return f"- (past the plan's {planned} calls)"
+        pace = (self.clock() - since) / made
+        left = (planned - made) * pace
+        return f"~{_clock(left)} (from the plan's {planned} calls)"
 
     def panel(self) -> Any:
         """The live panel (a rich renderable)."""
@@ -154,20 +206,27 @@ class TrainDisplay:
 
         e, now = self.state, self.clock()
         table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold")
-        table.add_column()
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(no_wrap=True, overflow="ellipsis")
         if e:
             best = "-" if e.get("best_val") is None else f"{e['best_val']:.3f}"
             rate = e.get("gate_fallback")
             table.add_row(
                 "phase", f"{e['phase']}  (epoch {e['epoch'] + 1}/{e['epochs']}, step {e['step']})"
             )
+            table.add_row("now", e.get("activity") or "-")
             table.add_row("validation", best)
-            table.add_row("edits", f"{e['accepted']} accepted, {e['rejected']} rejected")
+            table.add_row("edits", _edits(e))
             table.add_row("gate fallback", "-" if rate is None else f"{rate:.0%}")
-            table.add_row(
-                "LLM", f"{e['calls']} calls, {_tokens(e['tokens'])} tokens, ${e['cost']:.4f}"
+            last_call = (
+                "" if self.last_call is None else f", last {_clock(now - self.last_call)} ago"
             )
+            table.add_row(
+                "LLM",
+                f"{e['calls']} calls, {_tokens(e['tokens'])} tokens, ${e['cost']:.4f}{last_call}",
+            )
+        else:
+            table.add_row("now", "starting: loading the benchmark, the pool and the model")
         table.add_row("time", f"{_clock(now - self.start)} elapsed, ETA {self.eta()}")
         waiting = now - self.last_event
         table.add_row("last", f"{self.last_line} ({_clock(waiting)} ago)")
@@ -175,9 +234,18 @@ class TrainDisplay:
 
     # -- output --------------------------------------------------------------------------------
 
-    def _print(self, text: str) -> None:
+    def _print(self, text: str, *, cut: bool = True) -> None:
+        """One line: on a terminal an event line (`cut`) is cut to its width with an ellipsis,
+        never wrapped; a note (a sentence to read whole) wraps between words."""
         if self._live is not None:
-            self._live.console.print(text, markup=False, highlight=False, soft_wrap=True)
+            from rich.text import Text
+
+            console = self._live.console
+            if cut:
+                line = Text(text, no_wrap=True, overflow="ellipsis")
+                console.print(line, highlight=False, no_wrap=True, overflow="ellipsis")
+            else:
+                console.print(Text(text), highlight=False)
         else:
             print(text, file=self.stream, flush=True)  # plain: one line, never wrapped
 
@@ -188,7 +256,7 @@ class TrainDisplay:
             from rich.console import Console
             from rich.live import Live
 
-            self._console = Console(file=self.stream, highlight=False)
+            self._console = Console(file=self.stream, highlight=False, force_terminal=True)
             self._live = Live(
                 get_renderable=self.panel,
                 console=self._console,

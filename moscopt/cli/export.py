@@ -30,7 +30,7 @@ def export_cmd(
         ..., "--mode", help="mixture, static, topq, distilled, router or agents."
     ),
     run: Path | None = typer.Option(
-        None, "--run", help="The run directory (default: the project's latest run)."
+        None, "--run", help="The run directory (default: the project's latest finished run)."
     ),
     out: Path | None = typer.Option(
         None, "-o", "--out", help="Export folder (default: <run>/exports/<mode>)."
@@ -52,9 +52,17 @@ def export_cmd(
 
     flags = opts.overrides()
     result = export_run(
-        run_path=open_run(run).path, mode=mode, out=out, force=force, overrides=flags, top=top
+        run_path=open_run(run, finished=True).path,
+        mode=mode,
+        out=out,
+        force=force,
+        overrides=flags,
+        top=top,
     )
     m = result.manifest
+    table = m.static if m.static is not None else (m.agents or {}).get("static")
+    if table and table.get("default_only"):
+        typer.echo(f"warning: {table['default_only']}", err=True)
     if opts.json_out:
         data_out = {"out": str(result.out), "files": result.files, **m.model_dump(mode="json")}
         typer.echo(json.dumps(data_out, indent=2, sort_keys=True))

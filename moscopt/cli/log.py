@@ -61,6 +61,8 @@ def _score(x: Any) -> str:
 
 def render_entry(row: dict[str, Any]) -> str:
     """One entry as text: a head line, then indented details."""
+    from moscopt.run.outcomes import outcome_word
+
     where = f"step {row['step']:>3}  epoch {row['epoch']}"
     if row["kind"] == "edit":
         scores = (
@@ -69,7 +71,7 @@ def render_entry(row: dict[str, Any]) -> str:
             else "not validated"
         )
         lines = [
-            f"{where}  {row['phase']:<6} {row['target']}  {row['status']}  {scores}",
+            f"{where}  {row['phase']:<6} {row['target']}  {outcome_word(row['status'])}  {scores}",
             f"    {row['summary']}",
         ]
         if row["reasoning"]:

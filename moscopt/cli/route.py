@@ -16,7 +16,9 @@ def route_cmd(
     opts: o.Shared,
     task: str = typer.Argument(..., help="The task text."),
     run: Path | None = typer.Option(
-        None, "--run", help="A run directory (default: the project's latest, unless --export)."
+        None,
+        "--run",
+        help="A run directory (default: the project's latest finished run, unless --export).",
     ),
     export: Path | None = typer.Option(None, "--export", help="An export folder."),
     mode: str | None = typer.Option(

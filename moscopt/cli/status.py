@@ -1,4 +1,5 @@
-"""`moscopt status`: the pool, the config and the counters of a run (or of the project)."""
+"""`moscopt status`: the pool, the config and the counters of a run (the project's latest run
+by default), or of the project (`--project`, or when it has no run yet)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,29 @@ from moscopt.cli.app import app
 
 @app.command("status")
 def status_cmd(
-    run: Path | None = typer.Option(None, "--run", help="A run directory (runs/<name>)."),
+    run: Path | None = typer.Option(
+        None, "--run", help="A run directory (default: the project's latest run)."
+    ),
+    project: bool = typer.Option(
+        False, "--project", help="The project instead: its seed pool and its runs."
+    ),
     config: Path | None = typer.Option(None, "--config", help="Project config (moscopt.yaml)."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """Show Q-scores, activations, synergy, edits and cost of a run; without --run, the project."""
+    """Show Q-scores, activations, synergy, edits and cost of a run (by default the project's
+    latest); with --project, or before the first run, the project's seed pool and runs."""
     import json
 
     from moscopt.app.project import open_project
+    from moscopt.errors import UserError
     from moscopt.report.summary import project_summary, run_summary
+    from moscopt.run.history import latest_run
     from moscopt.run.rundir import RunDir
 
+    if run is not None and project:
+        raise UserError("--run and --project show different things: pass one", field="project")
+    if run is None and not project:
+        run = latest_run(open_project(config).runs_dir)  # None before the first run
     if run is not None:
         data = run_summary(RunDir.open(run))
     else:
@@ -45,15 +58,24 @@ def _render(d: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from moscopt.run.rundir import RESUMABLE
+
     console = Console(highlight=False)
     if "run" in d:
-        console.print(
-            f"[bold]run[/] {d['run']}  ({d['status']}, benchmark {d['benchmark'] or '-'})"
+        console.print(  # soft wrap: a long path is never broken mid-name
+            f"[bold]run[/] {d['run']}  ({d['status']}, benchmark {d['benchmark'] or '-'})",
+            soft_wrap=True,
         )
+        if d["status"] in RESUMABLE:
+            console.print(
+                f"{d['status']}: continue it with moscopt train --resume --run {d['run']}",
+                markup=False,
+                soft_wrap=True,
+            )
         console.print(f"epoch {d['epoch']}  step {d['step']}  phase {d['phase']}")
     else:
         console.print(f"[bold]project[/] {d['config'] or '(no moscopt.yaml: defaults)'}")
-        console.print(f"skills {d['skills_dir']}")
+        console.print(f"skills {d['skills_dir']}", soft_wrap=True)
     model = d["model"]
     if d["optimizer_model"] != model:
         model += f" (optimizer: {d['optimizer_model']})"
@@ -84,15 +106,16 @@ def _render(d: dict[str, Any]) -> None:
 
 
 def _render_run(console: Any, d: dict[str, Any]) -> None:
+    from moscopt.run.outcomes import outcome_words
+
     t = d["totals"]
     edits = d["edits"]
     console.print(
-        f"edits: {edits['accepted']} accepted, {edits['rejected']} rejected   "
+        f"edits: {outcome_words(edits)}   "
         f"best val: {_fmt(d['best_val_score'])}   checkpoints: {d['checkpoints']}"
     )
     for target, counts in sorted(edits.get("by_target", {}).items()):
-        parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-        console.print(f"  {target}: {parts}")
+        console.print(f"  {target}: {outcome_words(counts, always=())}")
     if d.get("certificate"):
         console.print(d["certificate"]["line"], soft_wrap=True)
     if d.get("best_val_by_epoch"):
@@ -169,6 +192,9 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
         f"calls {t['calls']} (cache hits {t['cache_hits']})   tokens "
         f"{t['prompt_tokens']}+{t['completion_tokens']}   cost ${t['cost']:.4f}"
     )
+    for w in d.get("export_warnings", []):
+        line = f"warning: {w['mode']} export {w['export']}: {w['warning']}"
+        console.print(line, markup=False, soft_wrap=True)
     if d["synergy_top"]:
         pairs = ", ".join(
             f"{a}+{b}: {c}" for (a, b), c in ((p["pair"], p["count"]) for p in d["synergy_top"])

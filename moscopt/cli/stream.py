@@ -54,6 +54,8 @@ def stream_cmd(
 
     if order not in ("given", "shuffled"):
         raise UserError("--order must be given or shuffled", field="order")
+    if grader is not None and tasks is None:  # a flag that does not apply is never ignored
+        raise UserError("--grader grades a --tasks file; a --benchmark has its own grader")
     flags = opts.overrides(
         **{
             "pool.n": n,
@@ -65,6 +67,7 @@ def stream_cmd(
     )
     settings = stream_run.StreamSettings(window=window, order=order, baselines=not no_baselines)
     progress = _progress if not opts.json_out else None
+    where = f" --run {run}" if run else ""
     try:
         if resume:
             if run is None:
@@ -74,6 +77,7 @@ def stream_cmd(
             project = open_project(opts.config, flags)
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
             path = run or project.root / project.config.runs_dir / f"stream-{stamp}"
+            where = f" --run {path}"
             outcome = stream_run.start(
                 config=project.config,
                 skills_dir=project.skills_dir,
@@ -86,7 +90,6 @@ def stream_cmd(
                 notes=lambda m: print(f"note: {m}", file=sys.stderr),
             )
     except LMFatalError as e:
-        where = f" --run {run}" if run else ""
         print(
             f"moscopt: stopped: {e}\ncontinue with: moscopt stream --resume{where}", file=sys.stderr
         )

@@ -98,6 +98,10 @@ def train_cmd(
             "training.certificate_samples": 0 if no_certificate else None,
         },
     )
+    if no_pilot and not dry_run:  # a flag that does not apply is never ignored
+        from moscopt.errors import UserError
+
+        raise UserError("--no-pilot only applies with --dry-run (it plans without a pilot)")
     if dry_run:
         from moscopt.cli.plan import show_plan
 
@@ -110,29 +114,45 @@ def train_cmd(
         return
     json_out, config = opts.json_out, opts.config
     from moscopt.cli.display import TrainDisplay
+    from moscopt.cli.interrupt import prompt_interrupt
 
+    if resume and run is None:
+        from moscopt.errors import UserError
+
+        raise UserError("--resume needs --run DIR", field="run")
     display = TrainDisplay(quiet=json_out)  # live on a terminal, plain lines elsewhere
-    try:
-        if resume:
-            if run is None:
-                from moscopt.errors import UserError
+    if run is not None:
+        display.started(run)
 
-                raise UserError("--resume needs --run DIR", field="run")
-            outcome = runner.resume(run_path=run, overrides=flags, progress=display.update)
-        else:
-            project = open_project(config, flags)
-            outcome = runner.train(
-                config=project.config,
-                skills_dir=project.skills_dir,
-                benchmark=benchmark,
-                run_path=run,
-                project_root=project.root,
-                progress=display.update,
-                notes=display.note,
-            )
+    def interrupted() -> str:
+        if display.run_path is None:
+            return "moscopt: interrupted before the run was made: nothing to resume"
+        return (
+            "moscopt: interrupted; the run keeps everything up to its last save: "
+            f"continue with moscopt train --resume --run {display.run_path}"
+        )
+
+    try:
+        with prompt_interrupt(interrupted) as interrupt:
+            display.begin()  # at once: loading the model can take a while
+            if resume:
+                assert run is not None
+                outcome = runner.resume(run_path=run, overrides=flags, progress=display.update)
+            else:
+                project = open_project(config, flags)
+                outcome = runner.train(
+                    config=project.config,
+                    skills_dir=project.skills_dir,
+                    benchmark=benchmark,
+                    run_path=run,
+                    project_root=project.root,
+                    progress=display.update,
+                    notes=display.note,
+                    started=display.started,
+                )
     except LMFatalError as e:
         display.close()
-        where = f" --run {run}" if run else ""
+        where = f" --run {display.run_path}" if display.run_path else ""
         print(
             f"moscopt: stopped: {e}\nstate saved; continue with: moscopt train --resume{where}",
             file=sys.stderr,
@@ -140,12 +160,16 @@ def train_cmd(
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         display.close()
-        print("moscopt: interrupted; state saved (resume with --resume --run DIR)", file=sys.stderr)
+        interrupt.announce()
         raise typer.Exit(130) from None
     finally:
         display.close()
+    from moscopt.run.outcomes import outcome_counts, outcome_words
+
+    edits = outcome_counts(outcome.run.read_events(kinds={"edit"}))  # as status counts them
     summary = {
         "run": str(outcome.run.path),
+        "edits": edits,
         "skills": str(outcome.run.skills_dir),
         "val_before": outcome.before,
         "val_after": outcome.after,
@@ -167,6 +191,7 @@ def train_cmd(
         typer.echo(f"validation score: {after:.3f} (pool unchanged: no edit was accepted)")
     elif before is not None and after is not None:
         typer.echo(f"validation score: {before:.3f} -> {after:.3f}")
+    typer.echo(f"edits: {outcome_words(edits)}")
     if outcome.certificate is not None:
         from moscopt.optimizer.engine.certificate import line
 

@@ -25,7 +25,11 @@ def route_task(
     if not text.strip():
         raise UserError("the task text is empty", field="TASK")
     # --run DIR, else --export PATH alone, else the project's latest run
-    run = open_run(run_path, config_path) if export_path is None or run_path is not None else None
+    run = (
+        open_run(run_path, config_path, finished=True)
+        if export_path is None or run_path is not None
+        else None
+    )
     deployment = open_export(export_path, mode) if export_path is not None else None
     chosen = mode or (deployment.mode if deployment is not None else "mixture")
     if chosen not in ("mixture", "static", "router", "agents"):

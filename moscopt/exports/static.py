@@ -91,9 +91,30 @@ def default_skills(
     return min(counts, key=lambda s: (-counts[s], -sum(state.q.get(n, 0.0) for n in s), s))
 
 
+def default_only_note(summary: Mapping[str, Any], default: Sequence[str]) -> str | None:
+    """What to tell the user when the table has no rule but DEFAULT (None: it has rules): every
+    task gets the same skills, which is not routing."""
+    if summary["word_rules"] or summary["text_rules"]:
+        return None
+    if summary["gate_decisions"]:
+        why = (
+            f"the gate's {summary['gate_decisions']} usable decisions on the training tasks "
+            "all chose these skills or gave no rule to tell them apart"
+        )
+    else:
+        excluded = ", ".join(f"{n} {w}" for w, n in summary["excluded"].items()) or "none"
+        why = f"the gate made no usable decision on the training tasks ({excluded})"
+    return (
+        f"the routing table holds only a DEFAULT rule: every task gets {', '.join(default)}, "
+        f"because {why}. Deploy the mixture (the gate) instead, or train again with a gate that "
+        "follows its format (`gating.output: json`, a stronger --model)."
+    )
+
+
 def static_summary(found: Decisions, derivation: Derivation) -> dict[str, Any]:
-    """How the table reproduces the gate, for the manifest and the report."""
-    return {
+    """How the table reproduces the gate, for the manifest and the report; `default_only`
+    carries `default_only_note`'s text when the table has no rule but DEFAULT."""
+    summary: dict[str, Any] = {
         "training_tasks": found.training_tasks,
         "gate_decisions": derivation.decisions,
         "agreeing": derivation.agreeing,
@@ -105,6 +126,8 @@ def static_summary(found: Decisions, derivation: Derivation) -> dict[str, Any]:
         "word_rules": sum(r.kind == "words" for r in derivation.table.rules),
         "text_rules": sum(r.kind == "text" for r in derivation.table.rules),
     }
+    summary["default_only"] = default_only_note(summary, derivation.table.default)
+    return summary
 
 
 def derive_table(
@@ -141,6 +164,7 @@ def render_routing(
         "",
         "moscopt reads only the Rules section; edit it by hand if you like (same line formats).",
         "",
+        *([f"**Note:** {summary['default_only']}", ""] if summary.get("default_only") else []),
         table.rules_section().rstrip("\n"),
         "",
         "## Evidence",

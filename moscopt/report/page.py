@@ -10,7 +10,6 @@ second line, the output is a function of the run directory. matplotlib is option
 
 from __future__ import annotations
 
-import io
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from typing import Any
 
 from moscopt.core.stats import mean_ci, repeats_half_width
 from moscopt.errors import UserError
+from moscopt.report.plot import Curve, draw_curve
 from moscopt.report.render import Block, render_html, render_markdown
 from moscopt.report.routing import routing_blocks
 from moscopt.report.sections import embed_images, extra_blocks, side_images, with_image
@@ -27,6 +27,7 @@ from moscopt.report.tables import fmt as _f
 from moscopt.run.fsio import atomic_write_all, check_output_path, iter_jsonl, scrub
 from moscopt.run.history import CORE_KINDS, History
 from moscopt.run.ledger import LLMCall
+from moscopt.run.outcomes import outcome_counts, outcome_words
 from moscopt.run.rundir import RunDir
 
 
@@ -35,20 +36,6 @@ class ReportResult:
     path: Path
     plot: Path | None
     notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Curve:
-    """The learning curve: the current pool's validation score and the spending, per step."""
-
-    val: list[tuple[int, float]]  # (step, score) in order, from state.val_history
-    accepted: list[tuple[int, float]]  # validation score of accepted candidates
-    rejected: list[tuple[int, float]]  # ... and of rejected ones
-    steps: list[int]  # 0..state.step
-    calls: list[int]  # cumulative LLM calls (cache hits excluded) at the end of each step
-    cost: list[float]  # cumulative cost ($) at the end of each step
-    logged_calls: bool  # False: the run logged no llm_call events (nothing to plot)
-    evolutions: list[int] = field(default_factory=list)  # steps of kept evolution cycles
 
 
 def default_output(run: RunDir, out: Path | None, html_out: bool) -> Path:
@@ -200,68 +187,11 @@ def eval_rows(run: RunDir) -> list[dict[str, Any]]:
 # -- the plot ------------------------------------------------------------------------------------
 
 
-def draw_curve(curve: Curve) -> bytes | None:
-    """The learning curve as PNG bytes; None if matplotlib is not installed."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        return None
-    fig = Figure(figsize=(7.5, 5.5), dpi=100)
-    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    if curve.val:
-        xs, ys = zip(*curve.val, strict=True)
-        top.step(xs, ys, where="post", color="tab:blue", label="current pool")
-    if curve.rejected:
-        xs, ys = zip(*curve.rejected, strict=True)
-        top.scatter(xs, ys, marker="x", color="tab:gray", label="rejected candidate", zorder=3)
-    if curve.accepted:
-        xs, ys = zip(*curve.accepted, strict=True)
-        top.scatter(xs, ys, marker="o", color="tab:green", label="accepted edit", zorder=4)
-    for i, step in enumerate(curve.evolutions):
-        label = "evolution accepted" if i == 0 else None
-        top.axvline(step, color="tab:red", linestyle=":", alpha=0.6, label=label)
-    top.set_ylabel("validation score")
-    top.set_ylim(-0.05, 1.05)
-    top.grid(alpha=0.3)
-    if top.get_legend_handles_labels()[0]:
-        top.legend(loc="lower right", fontsize="small")
-    if curve.logged_calls:
-        bottom.plot(curve.steps, curve.calls, color="tab:purple", label="LLM calls")
-        bottom.set_ylabel("cumulative calls")
-        twin = bottom.twinx()
-        twin.plot(curve.steps, curve.cost, color="tab:orange", linestyle="--", label="cost")
-        twin.set_ylabel("cumulative cost ($)")
-        lines = bottom.get_lines() + twin.get_lines()
-        bottom.legend(
-            lines, [str(x.get_label()) for x in lines], loc="upper left", fontsize="small"
-        )
-    else:
-        bottom.text(
-            0.5, 0.5, "no LLM calls logged", ha="center", va="center", transform=bottom.transAxes
-        )
-        bottom.set_yticks([])
-    bottom.set_xlabel("step")
-    bottom.grid(alpha=0.3)
-    if curve.steps:
-        bottom.set_xlim(-0.2, max(curve.steps) + 0.2)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    # no Software/date metadata: the same run gives the same bytes
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
-
-
-# -- the page ------------------------------------------------------------------------------------
-
-
 def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime) -> list[Block]:
     state = history.state
     config = run.load_config()
     pool = run.load_pool(state)
     edits, evolutions = history.edits, history.evolutions
-    counts: dict[str, int] = defaultdict(int)
-    for e in edits:
-        counts[e.status] += 1
     first = state.val_history[0].score if state.val_history else None
     final = history.state.cursor.best_val
     best = max((p.score for p in state.val_history), default=None)
@@ -274,17 +204,14 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
             ["setting", "value"],
             [
                 ["benchmark", state.benchmark or "-"],
-                ["status", state.status],
+                ["status", run.condition(state)],
                 ["model", config.model],
                 ["optimizer model", config.effective_optimizer_model],
                 ["N / K", f"{config.pool.n} / {config.pool.k}"],
                 ["epochs / steps", f"{state.epoch} / {state.step}"],
                 ["validation score", f"{_f(first)} -> {_f(final)} (best {_f(best)})"],
                 ["certificate (held-out tasks)", _certificate_cell(run, history)],
-                [
-                    "edits",
-                    ", ".join(f"{counts[k]} {k}" for k in sorted(counts)) or "none",
-                ],
+                ["edits", outcome_words(outcome_counts(edits))],
                 [
                     "evolution cycles",
                     f"{sum(e.accepted for e in evolutions)} accepted of {len(evolutions)}",

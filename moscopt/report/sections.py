@@ -207,9 +207,12 @@ def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
     curves = q_over_time(views.rollouts, beta)
     if curves:
         blocks.append(("h2", "Q-scores over time"))
-        png = draw_lines(curves, "step", "Q")
+        steps = {step for points in curves.values() for step, _ in points}
+        png = draw_lines(curves, "step", "Q") if len(steps) > 1 else None
         if png is not None:
             blocks.append(("img", "Q-scores over time", "q-over-time.png", png))
+        elif len(steps) == 1:  # one point per skill is a value, not a curve: the table has it
+            blocks.append(("p", f"One skill-editing minibatch (step {min(steps)}): no curve."))
         blocks.append(
             (
                 "p",
@@ -301,6 +304,9 @@ def draw_lines(
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
+    xs = [p[0] for points in curves.values() for p in points]
+    if xs:
+        ax.set_xlim(min(xs) - 0.2, max(min(xs) + 1, max(xs)) + 0.2)  # never a sub-step axis
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(-0.05, 1.05)  # a line at 0 or 1 stays visible

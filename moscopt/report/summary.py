@@ -11,6 +11,7 @@ from moscopt.extensions.memory.training import describe
 from moscopt.extensions.niches.summary import niche_summary
 from moscopt.routing.gate import constrained_gate
 from moscopt.run.history import History
+from moscopt.run.outcomes import outcome_counts
 from moscopt.run.rundir import RunDir
 
 
@@ -28,14 +29,13 @@ def _skill_rows(pool: Pool, q: dict[str, float], act: dict[str, int]) -> list[di
 
 
 def _edit_counts(history: History) -> dict[str, Any]:
-    """Edit decisions as logged, per status and per target (skill or gate)."""
-    by_status: dict[str, int] = {}
+    """Edit decisions as logged (`run.outcomes`): in all, and per target (skill or gate)."""
     by_target: dict[str, dict[str, int]] = {}
     for e in history.edits:
-        by_status[e.status] = by_status.get(e.status, 0) + 1
         per = by_target.setdefault(e.target, {})
         per[e.status] = per.get(e.status, 0) + 1
-    return {"by_status": by_status, "by_target": by_target}
+    counts = outcome_counts(history.edits)
+    return {**counts, "by_status": counts, "by_target": by_target}
 
 
 def _decisions(history: History) -> dict[str, Any]:
@@ -71,9 +71,8 @@ def _best_per_epoch(history: History) -> list[dict[str, Any]]:
 def run_summary(run: RunDir) -> dict[str, Any]:
     """Everything `moscopt status --run` shows.
 
-    `edits.accepted` / `edits.rejected` are the optimizers' counters in state.json (a rejected
-    count includes edits whose ops matched nothing); `edits.by_status` / `edits.by_target` count
-    the logged edit decisions (accepted, rejected, not_applied, unusable).
+    `edits` counts the logged edit decisions in one vocabulary (`run.outcomes`: accepted,
+    rejected, unusable, not_applied), in all (also as `edits.by_status`) and per target.
     """
     state = run.load_state()
     config = run.load_config()
@@ -88,7 +87,9 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     return {
         "run": str(run.path),
         "benchmark": state.benchmark,
-        "status": state.status,
+        # as a user should see it (`RunDir.condition`): a run whose process is gone is
+        # `interrupted`, not `running`
+        "status": run.condition(state),
         "created_at": state.created_at,
         "epoch": state.epoch,
         "step": state.step,
@@ -100,11 +101,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "gate": pool.gate is not None,
         "skills": _skill_rows(pool, state.q, state.activations),
         "synergy_top": [{"pair": k.split("|"), "count": v} for k, v in synergy],
-        "edits": {
-            "accepted": state.accepted_edits(),
-            "rejected": state.rejected_edits(),
-            **_edit_counts(history),
-        },
+        "edits": _edit_counts(history),
         "evolution": evolution,
         "gate_restorations": [
             {"step": e.step, "epoch": e.epoch, "accepted": e.accepted, "source": e.source}
@@ -127,6 +124,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "totals": state.totals.model_dump(),
         "checkpoints": len(run.checkpoints()),
         "certificate": _certificate(run, history),
+        "export_warnings": _export_warnings(run),
     }
 
 
@@ -151,6 +149,28 @@ def _certificate(run: RunDir, history: History) -> dict[str, Any] | None:
     return {**data, "line": line(found[-1], run)}
 
 
+def _export_warnings(run: RunDir) -> list[dict[str, str]]:
+    """What the run's own exports (`<run>/exports/<mode>/`) warned about when they were made:
+    a static or agents routing table with no rule but DEFAULT."""
+    from moscopt.errors import UserError
+    from moscopt.exports.manifest import MANIFEST_FILE, load_manifest
+
+    found: list[dict[str, str]] = []
+    if not run.exports_dir.is_dir():
+        return found
+    for folder in sorted(run.exports_dir.iterdir()):
+        if not (folder / MANIFEST_FILE).is_file():
+            continue
+        try:
+            m = load_manifest(folder)
+        except UserError:  # status shows the rest of the run
+            continue
+        table = m.static if m.static is not None else (m.agents or {}).get("static")
+        if table and table.get("default_only"):
+            found.append({"export": str(folder), "mode": m.mode, "warning": table["default_only"]})
+    return found
+
+
 def _specialization(run: RunDir) -> dict[str, Any]:
     """The familiarity router's specialization index, per niche and per epoch (it reads the
     benchmark's niche labels: a benchmark that cannot be loaded now leaves the index out)."""
@@ -170,8 +190,10 @@ def project_summary(project: Project) -> dict[str, Any]:
         for folder in sorted(project.runs_dir.iterdir()):
             if (folder / "state.json").is_file():
                 try:
-                    state = RunDir(folder).load_state()
-                    runs.append({"run": _rel(folder), "status": state.status, "step": state.step})
+                    run = RunDir(folder)
+                    state = run.load_state()
+                    status = run.condition(state)
+                    runs.append({"run": _rel(folder), "status": status, "step": state.step})
                 except Exception as e:  # a broken run must not hide the others
                     runs.append({"run": _rel(folder), "status": f"unreadable: {e}", "step": None})
     return {

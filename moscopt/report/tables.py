@@ -7,6 +7,7 @@ from typing import Any
 from moscopt.report.render import Block
 from moscopt.run.history import EditEntry, EvolutionEntry
 from moscopt.run.ledger import Decision
+from moscopt.run.outcomes import outcome_word
 
 
 def fmt(x: float | None, digits: int = 3) -> str:
@@ -20,7 +21,7 @@ def edits_table(edits: list[EditEntry]) -> Block:
             str(e.epoch),
             e.phase,
             e.target,
-            e.status,
+            outcome_word(e.status),
             f"{fmt(e.before)} -> {fmt(e.after)}" if e.before is not None else "-",
             evidence(e.decision),
             e.summary,

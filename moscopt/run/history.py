@@ -274,25 +274,48 @@ class _Replay:
             return None
 
 
-def open_run(run: Path | None, config: Path | None = None) -> RunDir:
-    """`run` if given, else the project's most recent run (by creation time, then name)."""
+def open_run(run: Path | None, config: Path | None = None, *, finished: bool = False) -> RunDir:
+    """`run` if given, else the project's most recent run (`latest_run`)."""
     if run is not None:
         return RunDir.open(run)
     from moscopt.app.project import open_project
 
     runs_dir = open_project(config).runs_dir
+    latest = latest_run(runs_dir, finished=finished)
+    if latest is None:
+        raise UserError("no run found: pass --run DIR", path=runs_dir)
+    return RunDir.open(latest)
+
+
+def latest_run(runs_dir: Path, *, finished: bool = False) -> Path | None:
+    """The most recent run in `runs_dir` (by creation time, then name); None: there is none.
+
+    `finished`: the most recent run that ran to its end (what `export` and `route` deploy by
+    default): a run still running, interrupted or stopped is passed over, and when no run has
+    finished the error names the latest and how to resume it.
+    """
     found = []
     if runs_dir.is_dir():
         for folder in runs_dir.iterdir():
             if (folder / "state.json").is_file():
                 try:
-                    created = RunDir(folder).load_state().created_at
+                    state = RunDir(folder).load_state()
                 except UserError:
                     continue
-                found.append((created, folder.name, folder))
+                found.append((state.created_at, folder.name, folder, state.status))
     if not found:
-        raise UserError("no run found: pass --run DIR", path=runs_dir)
-    return RunDir.open(max(found)[2])
+        return None
+    if finished:
+        done = [f for f in found if f[3] == "done"]
+        if not done:
+            latest = RunDir(max(found)[2])
+            raise UserError(
+                f"no finished run: the latest is {latest.condition()} (finish it with "
+                f"`moscopt train --resume --run {latest.path}`, or pass --run DIR)",
+                path=runs_dir,
+            )
+        found = done
+    return Path(max(found)[2])
 
 
 @dataclass(frozen=True)

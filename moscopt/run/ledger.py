@@ -317,10 +317,16 @@ class CallSink:
     def __init__(self, log: EventLog) -> None:
         self.log = log
         self.where: Callable[[], dict[str, Any]] = dict
+        self.after: Callable[[], None] = _nothing  # told after each record (the live display)
 
     def __call__(self, record: dict[str, Any]) -> None:
         known = {k: v for k, v in record.items() if k in LLMCall.model_fields}
         self.log.append(LLMCall(**{**known, **self.where()}))
+        self.after()
+
+
+def _nothing() -> None:
+    return None
 
 
 def _parse_line(raw: bytes, path: Path, *, offset: int) -> Event:

@@ -310,3 +310,35 @@ class RunDir:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+    def in_use(self) -> bool:
+        """Whether a live process holds the run's lock (a dead one's lock is released by the
+        system, so a `running` state with no holder is a run whose process is gone)."""
+        try:
+            fd = os.open(self.path / LOCK_FILE, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing the descriptor drops the probe's own lock
+        return False
+
+    def condition(self, state: RunState | None = None) -> str:
+        """The run as a user should see it: `running` (a process holds it), `interrupted` (its
+        state says running but its process is gone: resumable), `stopped` (it stopped itself,
+        e.g. out of budget: resumable), `failed` or `done`. A run made but never started (state
+        `new`) with no process is interrupted too: it resumes from its start."""
+        state = state or self.load_state()
+        if state.status == "done":
+            return "done"
+        if self.in_use():
+            return "running"
+        if state.status in ("running", "new"):
+            return "interrupted"
+        return state.status
+
+
+RESUMABLE = ("interrupted", "stopped")

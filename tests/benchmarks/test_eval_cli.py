@@ -31,6 +31,8 @@ def test_eval_runs_on_every_builtin_benchmark(
     name: str, shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    # a generated benchmark takes no data file (giving it one is an error)
+    data = [] if name == "offline" else ["--data", str(FIXTURE_DATA.get(name, shared_data))]
     with FakeServer(responder=answer) as server:
         out = tmp_path / "results.jsonl"
         result = runner.invoke(
@@ -39,8 +41,7 @@ def test_eval_runs_on_every_builtin_benchmark(
                 "eval",
                 "--benchmark",
                 name,
-                "--data",
-                str(FIXTURE_DATA.get(name, shared_data)),
+                *data,
                 "--limit",
                 "2",
                 "--model",

@@ -23,7 +23,7 @@ def test_log_lists_accepted_and_rejected_edits_with_scores(scripted_run: RunDir)
     assert f"add at end: '{VAGUE}'" in out
     assert "careful-computation  accepted  0.000 -> 1.000" in out
     assert f"add at end: '{MAGIC}'" in out and "reasoning: r" in out
-    assert "detail-verifier  not_applied  not validated" in out
+    assert "detail-verifier  not applied  not validated" in out
     assert "gate  rejected  1.000 -> 1.000" in out
 
     data = json.loads(runner.invoke(app, ["log", "--run", str(scripted_run.path), "--json"]).stdout)

@@ -21,7 +21,8 @@ from moscopt.lm.base import LM
 from moscopt.optimizer.policies.error_rate import watch_error_rate
 from moscopt.routing.build import make_router, uses_llm_gate
 from moscopt.routing.gate import GateStats, Router, constrained_gate
-from moscopt.run.ledger import BaseEvent, CallSink, RolloutEvent
+from moscopt.run.ledger import BaseEvent, CallSink, EditEvent, RolloutEvent
+from moscopt.run.outcomes import count_outcomes, outcome_counts
 from moscopt.run.rundir import RunDir
 from moscopt.run.state import Cursor, RunState, ScorePoint, Totals
 
@@ -66,6 +67,14 @@ class Context:
         n_val = max(1, math.ceil(config.optimizer.p_val * len(splits.val)))
         self.val_tasks: list[Task] = list(splits.val[:n_val])
         self.extensions: list[Extension] = []
+        self.activity = ""  # what runs now, in words (the live display's "now" line)
+        self.planned_calls: int | None = None  # the plan's calls for this process (its ETA)
+        # the edit decisions as logged (`run.outcomes`), counted for the progress callback
+        self.outcomes = (
+            outcome_counts(e for e in run.read_events(self.state, {"edit"}) if _is_edit(e))
+            if progress is not None
+            else count_outcomes(())
+        )
         watch_error_rate(self)  # a step whose LLM calls mostly fail stops the run (resumable)
         for extension in extensions:
             self.attach(extension)
@@ -73,6 +82,7 @@ class Context:
             sink = getattr(lm, "events", None)
             if isinstance(sink, CallSink):
                 sink.where = self.where
+                sink.after = self._called
 
     # -- modes -----------------------------------------------------------------------------------
 
@@ -157,6 +167,8 @@ class Context:
 
     def record(self, event: BaseEvent) -> int:
         """Append `event` to the ledger; its byte offset."""
+        if isinstance(event, EditEvent):
+            self.outcomes[event.status] += 1
         return self.run.events.append(event)
 
     def rollouts(self, batch_only: bool = False) -> list[RolloutEvent]:
@@ -196,20 +208,33 @@ class Context:
             s.q[name] = prior
             s.activations.pop(name, None)
 
-    def save(self) -> None:
+    def totals(self) -> Totals:
+        """The run's counters as of now: the saved ones plus this process's calls so far."""
         totals = self.base_totals.model_copy()
         for lm in dict.fromkeys((self.agent_lm, self.optimizer_lm)):
             stats = getattr(lm, "stats", None)
             if stats is not None:
                 totals = _add_totals(totals, stats)
-        self.state.totals = totals
+        return totals
+
+    def save(self) -> None:
+        self.state.totals = self.totals()
         self.run.save(self.state, self.pool)
+
+    def doing(self, activity: str) -> None:
+        """Say what runs now (`activity`), and tell the progress callback at once."""
+        self.activity = activity
+        self.emit(event="activity")
+
+    def _called(self) -> None:
+        """Each logged LLM call moves the display: its counters agree with the ledger's."""
+        self.emit(event="call")
 
     def emit(self, **fields: Any) -> None:
         """Tell the progress callback (the CLI's live line) what just happened."""
         if self.progress is None:
             return
-        s = self.state
+        s, totals = self.state, self.totals()
         self.progress(
             {
                 "epoch": min(s.epoch, self.config.training.epochs - 1),
@@ -217,11 +242,13 @@ class Context:
                 "step": s.step,
                 "phase": self.cursor.phase,
                 "best_val": self.cursor.best_val,
-                "accepted": s.accepted_edits(),
-                "rejected": s.rejected_edits(),
-                "calls": s.totals.calls,
-                "tokens": s.totals.prompt_tokens + s.totals.completion_tokens,
-                "cost": s.totals.cost,
+                # the ledger's counts, in `run.outcomes`' words (as status and the report)
+                **self.outcomes,
+                "calls": totals.calls,
+                "tokens": totals.prompt_tokens + totals.completion_tokens,
+                "cost": totals.cost,
+                "activity": self.activity,
+                "planned_calls": self.planned_calls,
                 "gate_constrained": constrained_gate(
                     self.agent_lm.model, self.config.gating.output
                 ),
@@ -234,6 +261,10 @@ class Context:
                 **fields,
             }
         )
+
+
+def _is_edit(event: object) -> bool:
+    return isinstance(event, EditEvent)
 
 
 def _add_totals(totals: Totals, stats: Any) -> Totals:

@@ -80,6 +80,8 @@ class Editor:
     async def propose_all(
         self, names: Sequence[str], rollouts: Sequence[RolloutEvent]
     ) -> list[Proposed]:
+        if names:
+            self.ctx.doing("proposing edits to " + ", ".join(names))
         max_edits = await self.max_edits(rollouts) if names else 0
         if not self.ctx.config.optimizer.overlap:  # one after another (scripts/bench_train.py)
             return [await self.propose(n, rollouts, max_edits) for n in names]

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 async def evolve(ctx: Context, validator: Validator) -> None:
     s = ctx.state
     old = ctx.pool
+    ctx.doing("evolving the pool (new skills by mutation and co-breeding)")
     pool, notes = await next_generation(
         ctx.optimizer_lm,
         old,
@@ -66,6 +67,7 @@ async def end_epoch(ctx: Context, editor: Editor) -> None:
     """Condense long-term memory, clear the epoch's buffers, and move to the next epoch."""
     s = ctx.state
     names = sorted(s.optimizers)
+    ctx.doing(f"condensing long-term memory of {len(names)} optimizers (end of epoch)")
     await gather_all(
         (
             editor.adam(n).condense_memory(n, s.optimizers[n], s.epoch_accepted.get(n, []))

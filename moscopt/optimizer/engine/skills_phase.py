@@ -83,11 +83,23 @@ class SkillsPhase:
         """Run the minibatch, log its rollouts, assign credit, watch the gate's parse failures."""
         ctx = self.ctx
         ctx.cursor.batch_start = ctx.state.checkpoint
+        what = (
+            f"rolling out minibatch {ctx.cursor.batch + 1} of {len(batches(ctx, ctx.state.epoch))}"
+        )
+        done = 0
+
+        def one_more(_: object) -> None:
+            nonlocal done
+            done += 1
+            ctx.doing(f"{what} ({done} of {len(tasks)} tasks done)")
+
+        ctx.doing(f"{what} (0 of {len(tasks)} tasks done)")
         rollouts = await run_tasks(
             ctx.agent(ctx.pool, ctx.live_stats()),
             tasks,
             concurrency=ctx.config.llm.concurrency,
             sample=ctx.state.epoch,
+            on_rollout=one_more,
         )
         offsets = []
         for r in rollouts:

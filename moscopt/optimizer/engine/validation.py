@@ -60,12 +60,24 @@ class Validator:
         if cached is not None:
             return cached
         ctx = self.ctx
+        most = self._samples()
+        of = f" of up to {most}" if most > 1 else ""
+        what = f"validating {self._label(pool)}: sample {sample + 1}{of}"
+        done = 0
+
+        def one_more(_: object) -> None:
+            nonlocal done
+            done += 1
+            ctx.doing(f"{what} ({done} of {len(ctx.val_tasks)} tasks done)")
+
+        ctx.doing(f"{what} (0 of {len(ctx.val_tasks)} tasks done)")
         with can_wait(ctx.config.llm.batch):  # validation can wait: `--batch` batches it
             rollouts = await run_tasks(
                 ctx.agent(pool, ctx.val_stats()),
                 ctx.val_tasks,
                 concurrency=wave_concurrency(ctx.config.llm),
                 sample=sample,
+                on_rollout=one_more,
             )
         rewards = [r.reward for r in rollouts]
         self._rewards[key] = rewards
@@ -80,6 +92,25 @@ class Validator:
             )
         )
         return rewards
+
+    def _label(self, pool: Pool) -> str:
+        """`pool` in words, against the current pool: `the current pool`, `candidate <names>`."""
+        current = self.ctx.pool
+        if pool.digest() == current.digest():
+            return "the current pool"
+        names = [s.name for s in pool.skills if s.name not in current.names]
+        names += [
+            s.name for s in pool.skills if s.name in current.names and current.get(s.name) != s
+        ]
+        if pool.gate is not None and pool.gate != current.gate:
+            names.append("gate")
+        if len(names) > 3:
+            names = [*names[:3], f"+{len(names) - 3} more"]
+        return "candidate " + (", ".join(names) if names else "pool")
+
+    def _samples(self) -> int:
+        """At most how many samples a decision looks at (1 for the strict policy)."""
+        return int(getattr(self.policy, "max_samples", 1))
 
     async def score(self, pool: Pool) -> float:
         """Mean reward of sample 0: the score a phase starts from."""
