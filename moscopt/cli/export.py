@@ -48,8 +48,18 @@ def export_cmd(
     from moscopt.run.history import open_run
 
     flags = opts.overrides()
+
+    def progress(line: str) -> None:  # the distilled export's steps, as they start (stderr)
+        typer.echo(f"export: {line}", err=True)
+
     result = export_run(
-        run_path=open_run(run).path, mode=mode, out=out, force=force, overrides=flags, top=top
+        run_path=open_run(run).path,
+        mode=mode,
+        out=out,
+        force=force,
+        overrides=flags,
+        top=top,
+        progress=None if opts.json_out else progress,
     )
     m = result.manifest
     if opts.json_out:
