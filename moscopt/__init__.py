@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from moscopt.api import (
         EvalReport,
         FunctionLM,
+        FunctionLMWarning,
         Routing,
         TrainResult,
         evaluate,
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         train,
     )
     from moscopt.config import Config
+    from moscopt.errors import MoscoptError, RunFailed, UserError
 
 
 _API = (
@@ -32,16 +34,25 @@ _API = (
     "export",
     "route",
     "FunctionLM",
+    "FunctionLMWarning",
     "TrainResult",
     "EvalReport",
     "Routing",
 )
+# What a script catches: `MoscoptError` (every error of moscopt's own, printed in one line as
+# `str(e)`), `UserError` (bad input, raised before any work), `RunFailed` (a run stopped: the
+# provider unreachable, a budget, a failing LM function; its state is saved).
+_ERRORS = ("MoscoptError", "UserError", "RunFailed")
 __all__ = [
     "Config",
     "EvalReport",
     "FunctionLM",
+    "FunctionLMWarning",
+    "MoscoptError",
     "Routing",
+    "RunFailed",
     "TrainResult",
+    "UserError",
     "__version__",
     "evaluate",
     "export",
@@ -55,6 +66,10 @@ def __getattr__(name: str) -> object:
         from moscopt import api
 
         value = getattr(api, name)
+    elif name in _ERRORS:
+        from moscopt import errors
+
+        value = getattr(errors, name)
     elif name == "Config":
         from moscopt.config import Config
 

@@ -21,8 +21,16 @@ a built-in benchmark's name or a spec file; `config` is a `Config`, a mapping of
 (`{"pool.k": 2}`, checked like moscopt.yaml), or a moscopt.yaml path; `lm` is an object with
 the `LM` protocol (`moscopt.lm.base.LM`; used as it is: its own cache and budget), a function
 `(messages) -> str` (wrapped in `FunctionLM`), or a model string (built by moscopt: the project's
-cache, budgets, retries). Results are typed dataclasses. Errors are `moscopt.errors.UserError`
-(bad input, raised before any work) and `RunFailed` (a run that stopped; its state is saved).
+cache, budgets, retries). Results are typed dataclasses. Errors are `moscopt.UserError` (bad
+input, raised before any work) and `moscopt.RunFailed` (a run that stopped, its state saved: the
+provider unreachable, a budget, an exception in your LM function as `LMFunctionError` with it as
+the cause), both `moscopt.MoscoptError`, whose `str()` is one line for a script to print:
+
+    try:
+        result = moscopt.train(rows, lm="openai/gpt-4.1-mini")
+    except moscopt.MoscoptError as e:
+        sys.exit(f"train: {e}")
+
 Each call runs its own event loop; called from a running loop (a notebook) it runs in a thread.
 """
 
@@ -38,6 +46,8 @@ from typing import TYPE_CHECKING, Any
 from moscopt.app.library import (
     ConfigLike,
     FunctionLM,
+    FunctionLMWarning,
+    LMFunctionError,
     LMLike,
     Tasks,
     benchmark_of,
@@ -143,8 +153,7 @@ def train(
             pool_warnings(len(pool), cfg)
         else:
             pool, _ = starting_pool(Path(skills) if skills else seed_skills_dir(), cfg)
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = Path(run_dir) if run_dir else Path(cfg.runs_dir) / f"{bench.name}-{stamp}"
+        path = Path(run_dir) if run_dir else _new_run_path(Path(cfg.runs_dir), bench.name)
         run = create_run(path, cfg, pool, ref, splits)
     with run.locked(), lms_of(cfg, run, lm, optimizer_lm) as (agent_lm, opt_lm):
         trainer = make_trainer(
@@ -170,6 +179,15 @@ def train(
         cost=s.totals.cost,
         q_scores=dict(sorted(s.q.items())),
     )
+
+
+def _new_run_path(runs: Path, name: str) -> Path:
+    """`runs/<name>-<time>`, with `-2`, `-3`, ... when a run of the same second is there."""
+    base = f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    path, n = runs / base, 2
+    while path.exists():
+        path, n = runs / f"{base}-{n}", n + 1
+    return path
 
 
 # -- evaluate ------------------------------------------------------------------------------------
@@ -314,6 +332,8 @@ def route(
 __all__ = [
     "EvalReport",
     "FunctionLM",
+    "FunctionLMWarning",
+    "LMFunctionError",
     "Routing",
     "TrainResult",
     "evaluate",

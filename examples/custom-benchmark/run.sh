@@ -9,10 +9,14 @@ export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"   # the grader module lives her
 
 [ -f moscopt.yaml ] || moscopt init .             # moscopt.yaml + the seed skill library
 
+# Each invocation trains a new run, so the script can be run again after a failure (a stopped
+# run stays resumable: moscopt train --resume --run <its folder>).
+RUN=${RUN:-runs/units-$(date +%Y%m%d-%H%M%S)-$$}
+
 moscopt benchmarks --json > /dev/null             # (built-in ones; yours is a path)
 moscopt train --benchmark units.yaml --data conversions.jsonl --model "$MODEL" "${API[@]}" \
-  --n 3 --k 2 --epochs 1 --steps-per-epoch 2 --no-evolution --run runs/units
-moscopt eval --run runs/units --split test --model "$MODEL" "${API[@]}"
+  --n 3 --k 2 --epochs 1 --steps-per-epoch 2 --no-evolution --run "$RUN"
+moscopt eval --run "$RUN" --split test --model "$MODEL" "${API[@]}"
 moscopt eval --benchmark units.yaml --data conversions.jsonl --mode none --split test \
   --model "$MODEL" "${API[@]}"                    # the no-skill baseline
-moscopt log --run runs/units
+moscopt log --run "$RUN"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import random
 import re
+import sys
 from typing import Any
 
 import moscopt
@@ -32,9 +33,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="openai/gpt-4.1-mini")
     parser.add_argument("--api-base", default=None)
-    parser.add_argument("--run", default="runs/api-demo")
+    parser.add_argument("--run", default=None, help="a new run folder (default: runs/tasks-<time>)")
     args = parser.parse_args()
+    try:
+        demo(args)
+    except moscopt.MoscoptError as e:  # bad input, an unreachable provider, a stopped run
+        sys.exit(f"train_with_api.py: {e}")  # one line, exit code 1; a stopped run is resumable
 
+
+def demo(args: argparse.Namespace) -> None:
     # 3. Configuration: dotted keys checked like moscopt.yaml (or a moscopt.Config).
     config = {
         "api_base": args.api_base,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from moscopt.config import Config, load_config
 from moscopt.errors import UserError
+from moscopt.lm.errors import LMFatalError
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Benchmark, Splits
@@ -25,10 +26,26 @@ LMLike = Any  # an `LM`, a function (messages) -> str, or a model string
 ConfigLike = Config | Mapping[str, Any] | str | Path | None
 
 
+class LMFunctionError(LMFatalError):
+    """The caller's LM function raised (its exception is the `__cause__`) or returned something
+    that is not a string: the run stops, its state saved, as for any fatal LM error."""
+
+
+class FunctionLMWarning(UserWarning):
+    """A `FunctionLM`'s answers do not fit what moscopt asked (see `FunctionLM`)."""
+
+
 class FunctionLM:
     """An `LM` over a function `fn(messages) -> str` (or `fn(messages, **params)` with the call's
     `schema`, `sample`, `purpose`, `temperature`, `top_p`, `max_tokens` as keywords, when it
-    takes them). Structured calls are parsed and validated as moscopt's own client does."""
+    takes them). Structured calls are parsed and validated as moscopt's own client does.
+
+    moscopt calls the LM for several purposes: `agent` (solve the task), `gate` (pick skills),
+    `reflect-*`, `merge-*` (analyse failures), `propose-*` (JSON edits under `schema`),
+    `evolve-*`, `memory`, `distill`. A function that answers every call alike (no `purpose`)
+    makes every proposal unusable: the first answer that is not the JSON a call's schema asks
+    for raises a `FunctionLMWarning` saying so. An exception inside the function becomes an
+    `LMFunctionError` naming the function and the call's purpose (the original as its cause)."""
 
     def __init__(self, fn: Callable[..., str], *, model: str = "python/function") -> None:
         import inspect
@@ -40,6 +57,8 @@ class FunctionLM:
         self.stats = LMStats()
         params = inspect.signature(fn).parameters.values()
         self._keywords = any(p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params)
+        self._warned = False
+        self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
 
     @property
     def model(self) -> str:
@@ -47,15 +66,55 @@ class FunctionLM:
 
     def complete(self, messages: Sequence[Message], **params: Any) -> Completion:
         from moscopt.lm.base import Completion, check_messages
+        from moscopt.lm.errors import LMOutputError
         from moscopt.lm.structured import with_data
 
         checked = [dict(m) for m in check_messages(messages)]
-        text = self.fn(checked, **params) if self._keywords else self.fn(checked)
+        purpose = params.get("purpose") or "unnamed"
+        try:
+            text = self.fn(checked, **params) if self._keywords else self.fn(checked)
+        except Exception as e:
+            raise LMFunctionError(
+                f"the LM function {self.name} raised {type(e).__name__} on a call for '{purpose}': "
+                f"{' '.join(str(e).split())[:300] or '(no message)'}"
+            ) from e
         if not isinstance(text, str):
-            raise TypeError(f"the LM function returned {type(text).__name__}, not str")
+            raise LMFunctionError(
+                f"the LM function {self.name} returned {type(text).__name__}, not str, on a "
+                f"call for '{purpose}'"
+            )
         self.stats.calls += 1
         completion = Completion(text=text, model=self._model, sample=params.get("sample", 0))
-        return with_data(completion, params.get("schema"), self._model)
+        try:
+            return with_data(completion, params.get("schema"), self._model)
+        except LMOutputError:
+            self._warn_unusable(purpose)
+            raise
+
+    def _warn_unusable(self, purpose: str) -> None:
+        """Once per instance: a structured call got an answer that is not its JSON."""
+        if self._warned:
+            return
+        self._warned = True
+        import warnings
+
+        if self._keywords:
+            advice = (
+                "when a call has a `schema`, answer JSON that matches it (see moscopt.FunctionLM)"
+            )
+        else:
+            advice = (
+                "moscopt calls it for several purposes (agent, gate, propose-skill, ...): take "
+                "`purpose` and `schema` as keyword arguments, e.g. `def lm(messages, *, "
+                "purpose='', schema=None, **_)`, and answer a call with a schema in JSON that "
+                "matches it (see moscopt.FunctionLM)"
+            )
+        warnings.warn(
+            f"the LM function {self.name} answered a call for '{purpose}' with text that is not "
+            f"the JSON its schema asks for, so that edit is unusable: {advice}",
+            FunctionLMWarning,
+            stacklevel=2,
+        )
 
     async def acomplete(self, messages: Sequence[Message], **params: Any) -> Completion:
         return await asyncio.to_thread(self.complete, messages, **params)

@@ -7,7 +7,8 @@
     )
 
 A row needs `question` (or `prompt`); `id` is optional (default: a hash of the question),
-`answer` (or `gold`) is what the built-in graders compare with, and every other key is kept as
+`answer` (or `gold`) is what the built-in graders compare with (a row without one is a
+`UserError` unless the grader is a function), and every other key is kept as
 the task's `meta` (`niche`, or a `family`, groups tasks for niches and the report). `grader` is
 a built-in grader's name (`exact`, `numeric`, `math`, `choice`) or a function
 `(response, row) -> Grade | float | bool` that receives the agent's reply and the row as given.
@@ -92,7 +93,7 @@ def inline_benchmark(
     for split, items in given.items():
         built[split] = []
         for i, row in enumerate(items):
-            task = _task(row, name, instructions, where=f"{split}[{i}]")
+            task = _task(row, name, instructions, where=f"{split}[{i}]", grader=kind)
             if task.id in by_id:
                 raise UserError(f"duplicate task id {task.id!r}", field=f"tasks.{split}[{i}]")
             by_id[task.id] = row
@@ -117,7 +118,7 @@ def _fields(kind: str) -> FieldMap:
     return FieldMap(question="question", answer="answer")
 
 
-def _task(row: Row, bench: str, instructions: str, *, where: str) -> Task:
+def _task(row: Row, bench: str, instructions: str, *, where: str, grader: str) -> Task:
     if not isinstance(row, Mapping):
         raise UserError(f"a task must be a dict, not {type(row).__name__}", field=f"tasks.{where}")
     question = row.get("question", row.get("prompt"))
@@ -128,6 +129,12 @@ def _task(row: Row, bench: str, instructions: str, *, where: str) -> Task:
         task_id = hashlib.sha256(question.encode("utf-8")).hexdigest()[:12]
     prompt = f"{question.strip()}\n\n{instructions}".strip() if instructions else question.strip()
     gold = row.get("answer", row.get("gold"))
+    if gold is None and grader != "custom":  # it would score 0.0 with no error, silently
+        raise UserError(
+            f"has no 'answer' (or 'gold') for the {grader} grader to compare with: give each "
+            "task one, or pass a grader function (response, row) -> score",
+            field=f"tasks.{where}",
+        )
     skip = {"id", "question", "prompt", "answer", "gold"}
     meta = {str(k): v for k, v in row.items() if k not in skip}
     return Task(str(task_id), bench, prompt, gold, meta)

@@ -51,6 +51,10 @@ def export_cmd(
     from moscopt.run.history import open_run
 
     flags = opts.overrides()
+
+    def progress(line: str) -> None:  # the distilled export's steps, as they start (stderr)
+        typer.echo(f"export: {line}", err=True)
+
     result = export_run(
         run_path=open_run(run, finished=True).path,
         mode=mode,
@@ -58,6 +62,7 @@ def export_cmd(
         force=force,
         overrides=flags,
         top=top,
+        progress=None if opts.json_out else progress,
     )
     m = result.manifest
     table = m.static if m.static is not None else (m.agents or {}).get("static")

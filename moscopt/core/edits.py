@@ -34,17 +34,27 @@ MAX_REASONING_CHARS = 4000
 
 
 # JSON schema for structured output: bounded so that constrained decoding terminates.
+# Under grammar-constrained decoding (the embedded model) a proposal is at most this many edits
+# of this many characters: a 135M model fills any room it is given with repeated text, and each
+# token costs time on a CPU.
+CONSTRAINED_EDITS = 2
+CONSTRAINED_CHARS = 240
+
+
 def proposal_schema(max_edits: int, anchors: Sequence[str] | None = None) -> dict[str, Any]:
     """The JSON schema of a proposal. `anchors`: for grammar-constrained decoding, the only
     anchors allowed (the skill's own unique lines, and "" for the end), so a weak model cannot
     copy a placeholder or anchor on text the skill does not have."""
     anchor: dict[str, Any] = {"type": "string", "maxLength": 300}
-    if anchors is not None:
+    reasoning, content = 1200, 1200
+    if anchors is not None:  # a small model: a short proposal of few edits, generated fast
         anchor = {"type": "string", "enum": ["", *anchors]}
+        reasoning, content = CONSTRAINED_CHARS, CONSTRAINED_CHARS
+        max_edits = min(max_edits, CONSTRAINED_EDITS)
     return {
         "type": "object",
         "properties": {
-            "reasoning": {"type": "string", "maxLength": 1200},
+            "reasoning": {"type": "string", "maxLength": reasoning},
             "edits": {
                 "type": "array",
                 "maxItems": max_edits,
@@ -53,7 +63,7 @@ def proposal_schema(max_edits: int, anchors: Sequence[str] | None = None) -> dic
                     "properties": {
                         "op": {"type": "string", "enum": list(OPS)},
                         "anchor": anchor,
-                        "content": {"type": "string", "maxLength": 1200},
+                        "content": {"type": "string", "maxLength": content},
                     },
                     "required": ["op", "anchor", "content"],
                     "additionalProperties": False,

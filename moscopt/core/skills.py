@@ -167,9 +167,10 @@ class Skill(BaseModel):
         return cls.loads(read_text(path), path=path)
 
     def dump(self, folder: str | Path) -> Path:
-        """Write `<folder>/SKILL.md` atomically; returns its path."""
+        """Write `<folder>/SKILL.md` atomically (following the umask: other tools read it);
+        returns its path."""
         target = Path(folder) / SKILL_FILE
-        atomic_write_text(target, self.dumps())
+        atomic_write_text(target, self.dumps(), shared=True)
         return target
 
     def to_json(self) -> dict[str, Any]:
@@ -344,13 +345,13 @@ class Pool(BaseModel):
         directory moscopt owns (a run's `skills/` or an export).
         """
         directory = Path(directory)
-        make_dirs(directory)
+        make_dirs(directory, shared=True)  # skills are for other tools: modes follow the umask
         members = [*self.skills, *([self.gate] if self.gate else [])]
         for skill in members:
             target = directory / skill.name / SKILL_FILE
             text = skill.dumps()
             if not (target.is_file() and target.read_bytes() == text.encode("utf-8")):
-                atomic_write_text(target, text)
+                atomic_write_text(target, text, shared=True)
         if prune:
             keep = {s.name for s in members}
             for folder in directory.iterdir():

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,12 +75,14 @@ def export_run(
     top: int | None = None,
     resolved: tuple[Benchmark, Splits] | None = None,
     lms: LMs | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ExportResult:
     """Export the run at `run_path`. Bad input (run, mode, target) is a `UserError` raised before
     anything is written or any model is called; `DistillationFailed` if distillation fails.
 
     `resolved` (the benchmark and its splits) and `lms` are for library callers (`moscopt.api`)
-    whose tasks or LMs are Python objects; by default both come from the run's config."""
+    whose tasks or LMs are Python objects; by default both come from the run's config.
+    `progress` hears, one line at a time, what a long export (distilled) is doing."""
     from moscopt._version import __version__
     from moscopt.config import load_config
     from moscopt.run.rundir import RunDir
@@ -145,7 +148,9 @@ def export_run(
             run, config, state, pool, k, resolved
         )
     else:
-        skill, manifest.distilled = _distilled(run, config, state, pool, k, top or k, resolved, lms)
+        skill, manifest.distilled = _distilled(
+            run, config, state, pool, k, top or k, resolved, lms, progress
+        )
         members = [skill]
     for skill in members:
         files[f"skills/{skill.name}/SKILL.md"] = skill.dumps()
@@ -183,6 +188,7 @@ def _distilled(
     top: int,
     resolved: tuple[Benchmark, Splits] | None = None,
     given: LMs | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     from moscopt.agent.evaluate import run_tasks
     from moscopt.app.assembly import make_agent, open_lms, resolve_benchmark
@@ -201,7 +207,11 @@ def _distilled(
     with opened or contextlib.nullcontext(given) as lms:
         assert lms is not None
         assert lms.optimizer is not None
-        skill, attempts = asyncio.run(distill(lms.optimizer, chosen, pool.gate, k, state.q))
+        skill, attempts = asyncio.run(
+            distill(lms.optimizer, chosen, pool.gate, k, state.q, progress)
+        )
+        if progress is not None:
+            progress(f"validating the distilled skill '{skill.name}' on {len(val)} tasks")
         single = Pool(skills=(skill,))
         agent = make_agent(config, bench, single, FixedSkills((skill.name,), "single"), lms.agent)
         # one pass over the validation split, sample 0, as training validates

@@ -1,15 +1,18 @@
 """The distilled export: one SKILL.md the optimizer model writes by merging the top skills.
 
-The answer is JSON (`DISTILLED_SKILL_SCHEMA`) parsed strictly into a `Skill`. An unusable
-answer gets one retry with a new sample index (a fresh answer, not the cached one); a second
-failure is `DistillationFailed` (exit 1), never a crash.
+The answer is JSON (`moscopt.core.drafts.draft_schema`: for the embedded model the compact,
+line-array form, so its grammar yields a skill of several lines in a few hundred tokens) parsed
+strictly into a `Skill`. An unusable answer gets one retry with a new sample index (a fresh
+answer, not the cached one); a second failure is `DistillationFailed` (exit 1, one line), never
+a crash. `progress` hears of each attempt as it starts and fails.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from moscopt.core.drafts import COMPACT_TOKENS, draft_fields, draft_schema
 from moscopt.core.skill_format import DESCRIPTION_MAX, clean_description
 from moscopt.core.skills import Pool, Skill
 from moscopt.errors import RunFailed
@@ -20,16 +23,8 @@ if TYPE_CHECKING:
 
 ATTEMPTS = 2
 MAX_TOKENS = 4000
-DISTILLED_SKILL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 60},
-        "description": {"type": "string", "maxLength": DESCRIPTION_MAX},
-        "body": {"type": "string", "maxLength": 12000},
-    },
-    "required": ["name", "description", "body"],
-    "additionalProperties": False,
-}
+BODY_MAX = 12000
+Progress = Callable[[str], None]
 
 
 class DistillationFailed(RunFailed):
@@ -59,13 +54,11 @@ def distill_messages(
 
 def parse_distilled(data: Any, merged: Sequence[str]) -> Skill:
     """A valid `Skill` from the model's JSON; `ValueError` (with the reason) otherwise."""
-    import json
 
     from moscopt.core.skill_format import slugify
 
-    if isinstance(data, str):
-        data = json.loads(data)
-    if not isinstance(data, dict) or set(data) != {"name", "description", "body"}:
+    data = draft_fields(data)
+    if set(data) != {"name", "description", "body"}:
         raise ValueError("expected a JSON object with exactly name, description and body")
     name, description, body = data["name"], data["description"], data["body"]
     if not all(isinstance(v, str) and v.strip() for v in (name, description, body)):
@@ -82,27 +75,41 @@ def parse_distilled(data: Any, merged: Sequence[str]) -> Skill:
 
 
 async def distill(
-    lm: LM, skills: Sequence[Skill], gate: Skill | None, k: int, q: Mapping[str, float]
+    lm: LM,
+    skills: Sequence[Skill],
+    gate: Skill | None,
+    k: int,
+    q: Mapping[str, float],
+    progress: Progress | None = None,
 ) -> tuple[Skill, int]:
     """(the distilled skill, attempts used); raises `DistillationFailed` after `ATTEMPTS`."""
     from moscopt.lm.errors import LMOutputError, LMRequestError
+    from moscopt.lm.local import is_embedded
 
+    say = progress or (lambda _: None)
     messages = distill_messages(skills, gate, k, q)
     merged = [s.name for s in skills]
+    compact = is_embedded(lm.model)
+    schema = draft_schema(compact=compact, body_max=BODY_MAX, description_max=DESCRIPTION_MAX)
     reasons = []
     for sample in range(ATTEMPTS):
+        say(
+            f"distilling {', '.join(merged)} into one skill with {lm.model} "
+            f"(attempt {sample + 1} of {ATTEMPTS}{', compact format' if compact else ''})"
+        )
         try:
             completion = await lm.acomplete(
                 messages,
-                schema=DISTILLED_SKILL_SCHEMA,
+                schema=schema,
                 sample=sample,
                 purpose="distill",
-                max_tokens=MAX_TOKENS,
+                max_tokens=COMPACT_TOKENS if compact else MAX_TOKENS,
             )
             data = completion.data if completion.data is not None else completion.text
             return parse_distilled(data, merged), sample + 1
         except (LMOutputError, LMRequestError, ValueError) as e:  # pydantic errors included
             reasons.append(" ".join(str(e).split())[:200])
+            say(f"attempt {sample + 1} gave no usable skill: {reasons[-1]}")
     raise DistillationFailed(
         f"the optimizer model ({lm.model}) gave no usable skill in {ATTEMPTS} attempts: "
         + "; ".join(f"attempt {i + 1}: {r}" for i, r in enumerate(reasons))

@@ -5,6 +5,8 @@ if any, is renamed away, the new folder renamed into place, and the old one dele
 sees the old export or the new one, never a mix. Only a folder that is an export (it holds a
 manifest) or is empty may be replaced, and only with `force`: `-o .` never deletes a project;
 a symbolic link (dangling or not) is never written through nor replaced (`check_output_path`).
+Its files and folders follow the umask (0644 and 0755 under umask 022), even inside a private
+run: an export is made to be copied and read.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def write_tree(out: Path, files: Mapping[str, str], *, force: bool) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
     try:
         for rel in sorted(files):
-            atomic_write_text(staging / rel, files[rel])
+            atomic_write_text(staging / rel, files[rel], shared=True)  # modes: the umask's
         if out.exists():
             os.replace(out, retired)
         os.replace(staging, out)

@@ -40,6 +40,12 @@ N_CTX = 8192  # the model's trained context
 Threads = int | Literal["auto"]
 
 
+def is_embedded(model: str) -> bool:
+    """Whether `model` names the embedded model (`local/...`): a small model whose structured
+    answers are kept short and grammar-constrained (`moscopt.core.drafts`, proposals)."""
+    return model.partition("/")[0] == PROVIDER
+
+
 def resolve_threads(setting: Threads = "auto") -> int:
     """The embedded model's thread count: an int as given; `auto`, the cores idle right now.
 

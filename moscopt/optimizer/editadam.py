@@ -35,6 +35,7 @@ from moscopt.run.state import OptimizerState, RejectionRecord
 
 NONE = "(none)"
 PROPOSAL_TOKENS = 2048  # a bounded JSON proposal must never be cut off by the answer budget
+CONSTRAINED_TEXT_TOKENS = 160  # a small model's analysis: what it says after this is repetition
 TASK_CHARS, RESPONSE_CHARS, GOLD_CHARS = 1200, 1500, 200
 
 
@@ -292,7 +293,10 @@ class EditAdam:
 
     async def _ask(self, prompt: str, purpose: str, max_tokens: int) -> str | None:
         """A plain-text answer; None if the provider refused this request (`LMRequestError`).
-        Fatal LM errors propagate: the run must stop."""
+        Fatal LM errors propagate: the run must stop. Under constrained decoding (a small
+        model) an analysis or lesson is cut at `CONSTRAINED_TEXT_TOKENS`."""
+        if self.constrained:
+            max_tokens = min(max_tokens, CONSTRAINED_TEXT_TOKENS)
         try:
             completion = await self.lm.acomplete(
                 [{"role": "user", "content": prompt}], purpose=purpose, max_tokens=max_tokens

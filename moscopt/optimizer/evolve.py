@@ -25,32 +25,24 @@ from __future__ import annotations
 import asyncio
 import difflib
 import itertools
-import json
 import random
 from collections.abc import Awaitable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from moscopt.config import Config
+from moscopt.core.drafts import COMPACT_TOKENS, draft_fields, draft_schema
 from moscopt.core.prompting import render
 from moscopt.core.skill_format import clean_description, slugify
 from moscopt.core.skills import Pool, Skill
 from moscopt.lm.base import LM
 from moscopt.lm.errors import LMFatalError, LMOutputError, LMRequestError
+from moscopt.lm.local import is_embedded
 from moscopt.optimizer.policies.evolution_selection import EvolutionSelection
 from moscopt.optimizer.similarity import mean_pairwise_similarity, threshold_for
 from moscopt.run.state import RunState
 
-NEW_SKILL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 60},
-        "description": {"type": "string", "maxLength": 500},
-        "body": {"type": "string", "maxLength": 5000},
-    },
-    "required": ["name", "description", "body"],
-    "additionalProperties": False,
-}
+BODY_MAX, DESCRIPTION_MAX, DRAFT_TOKENS = 5000, 500, 2400
 ATTEMPTS = 2  # each request for a skill: the first sample, then one retry with the next
 # Note kinds that add a skill; their "skill" key is the new slug (None when nothing was added).
 OFFSPRING_KINDS = ("crossover", "mutate", "forced_mutation", "fresh")
@@ -86,11 +78,9 @@ class Job:
 
 
 def parse_draft(data: Any) -> Draft:
-    """The LLM's JSON `{"name", "description", "body"}` checked strictly; raises ValueError."""
-    if isinstance(data, str):
-        data = json.loads(data)
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
+    """The LLM's JSON `{"name", "description", "body"}` (or a compact answer's `lines`, see
+    `moscopt.core.drafts`) checked strictly; raises ValueError."""
+    data = draft_fields(data)
     name, description, body = data.get("name"), data.get("description"), data.get("body")
     if not all(isinstance(v, str) and v.strip() for v in (name, description, body)):
         raise ValueError("name, description and body must be non-empty strings")
@@ -114,14 +104,16 @@ async def draft(lm: LM, job: Job) -> tuple[Draft | None, list[str]]:
     asked again); (draft, errors of the failed attempts) or (None, errors). Fatal LM errors
     propagate."""
     errors: list[str] = []
+    compact = is_embedded(lm.model)  # a small model writes a short skill, line by line
+    schema = draft_schema(compact=compact, body_max=BODY_MAX, description_max=DESCRIPTION_MAX)
     for attempt in range(ATTEMPTS):
         try:
             completion = await lm.acomplete(
                 [{"role": "user", "content": render(job.kind, **job.values)}],
-                schema=NEW_SKILL_SCHEMA,
+                schema=schema,
                 sample=job.sample + attempt,
                 purpose=f"evolve-{job.kind}",
-                max_tokens=2400,
+                max_tokens=COMPACT_TOKENS if compact else DRAFT_TOKENS,
             )
             data = completion.data if completion.data is not None else completion.text
             return parse_draft(data), errors

@@ -7,7 +7,10 @@ file or the new one, never a mix. Reads decode UTF-8 and name the file when they
 Modes follow the directory: a new file is readable by group and others only where its
 directory lets them list it (`0o600 | dir_mode & 0o044`), a new directory likewise
 (`0o700 | parent_mode & 0o055`), so everything written inside a private run directory (0700)
-is private too (0600), and files elsewhere keep the usual 0644.
+is private too (0600), and files elsewhere keep the usual 0644. Files other tools and people
+read (skill files, export trees) are written `shared=True`: they follow the umask as `cp` and
+`mkdir` would (0644 and 0755 under umask 022) wherever they are, so a trained skill copied out
+of a private run (into `~/.claude/skills`, a container, another user's folder) stays readable.
 
 Text written (files and log lines) never carries the value of a secret environment variable
 (`*_API_KEY` and the like, see `moscopt.lm.redact.scrub_secrets`). A write the disk refuses
@@ -63,8 +66,23 @@ def file_mode(directory: str | Path) -> int:
         return 0o600
 
 
-def make_dirs(path: str | Path) -> None:
-    """`mkdir -p` where each new directory is private unless its parent is readable."""
+def umask() -> int:
+    """The process's umask (read from /proc where it can be, without changing it)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    current = os.umask(0o022)  # no /proc: the classic read, which sets it for an instant
+    os.umask(current)
+    return current
+
+
+def make_dirs(path: str | Path, *, shared: bool = False) -> None:
+    """`mkdir -p` where each new directory is private unless its parent is readable;
+    `shared`: each new directory follows the umask (0755 under 022) wherever it is."""
     path = Path(path)
     missing: list[Path] = []
     probe = path
@@ -75,7 +93,7 @@ def make_dirs(path: str | Path) -> None:
         probe = probe.parent
     with storage(path):
         for d in reversed(missing):
-            mode = 0o700 | (os.stat(d.parent).st_mode & 0o055)
+            mode = 0o777 if shared else 0o700 | (os.stat(d.parent).st_mode & 0o055)
             with contextlib.suppress(FileExistsError):
                 os.mkdir(d, mode)
         if not path.is_dir():
@@ -83,14 +101,15 @@ def make_dirs(path: str | Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
+def atomic_writer(path: str | Path, *, shared: bool = False) -> Iterator[IO[bytes]]:
     """A binary file that replaces `path` atomically when the block ends without an error.
 
     For outputs too big to hold in memory (streamed evaluation results); the caller writes
-    text it has passed through `scrub` itself.
+    text it has passed through `scrub` itself. `shared`: the file (and any directory made for
+    it) follows the umask, not the directory's privacy (module docstring).
     """
     path = Path(path)
-    make_dirs(path.parent)
+    make_dirs(path.parent, shared=shared)
     with storage(path):
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
@@ -98,7 +117,7 @@ def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
                 yield f
                 f.flush()
                 os.fsync(f.fileno())
-            os.chmod(tmp, file_mode(path.parent))
+            os.chmod(tmp, 0o666 & ~umask() if shared else file_mode(path.parent))
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -107,9 +126,9 @@ def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
     _fsync_dir(path.parent)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+def atomic_write_bytes(path: str | Path, data: bytes, *, shared: bool = False) -> None:
     """Replace `path` with `data` atomically, creating parent directories as needed."""
-    with atomic_writer(path) as f:
+    with atomic_writer(path, shared=shared) as f:
         f.write(data)
 
 
@@ -179,8 +198,8 @@ def check_output_path(path: str | Path, *, replaced: bool = False) -> None:
             return
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, scrub(text).encode("utf-8"))
+def atomic_write_text(path: str | Path, text: str, *, shared: bool = False) -> None:
+    atomic_write_bytes(path, scrub(text).encode("utf-8"), shared=shared)
 
 
 def canonical_json(obj: Any) -> str:

@@ -18,7 +18,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE_DATA = {
     "hle": FIXTURES / "hle",
     "livemath": FIXTURES / "livemath",
-    "searchqa": FIXTURES / "searchqa-mrqa",
+    "searchqa": FIXTURES / "searchqa",
 }
 
 

@@ -71,16 +71,24 @@ class Example:
         )
         return env
 
-    def run(self, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    def run(
+        self,
+        *argv: str,
+        timeout: float = 600,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `argv` in the copy; `check`: it must succeed; `env`: overrides of `env()`."""
         result = subprocess.run(
             list(argv),
             cwd=self.folder,
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,
         )
-        assert result.returncode == 0, f"{argv} failed:\n{result.stdout}\n{result.stderr}"
+        if check:
+            assert result.returncode == 0, f"{argv} failed:\n{result.stdout}\n{result.stderr}"
         return result
 
 

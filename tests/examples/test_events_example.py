@@ -18,7 +18,8 @@ def test_events_example(example: Callable[..., Example], engine: str) -> None:
     ex = example("library-api")
     env = ex.env()
     ex.run(
-        sys.executable, "train_with_api.py", "--model", env["MODEL"], "--api-base", env["API_BASE"]
+        *(sys.executable, "train_with_api.py", "--model", env["MODEL"]),
+        *("--api-base", env["API_BASE"], "--run", "runs/api-demo"),
     )
     script = str(EXAMPLES / "events/read_events.py")
     out = ex.run(sys.executable, script, "runs/api-demo", "--engine", engine).stdout

@@ -7,6 +7,7 @@ private to the user (0700 directories, 0600 files).
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -106,7 +107,20 @@ def test_an_api_key_in_a_task_or_a_reply_is_masked_in_what_moscopt_writes(
     assert KEY not in (project / "results.jsonl").read_text()
 
 
-def test_run_directories_are_private(project: Path) -> None:
+def test_run_directories_are_private_but_skills_and_exports_follow_the_umask(
+    project: Path,
+) -> None:
+    """A run's own files stay owner-only; its trained skills and its export trees follow the
+    umask (0644/0755 under 022) as `moscopt init`'s do, so a copy of them is readable (issue
+    28: they were 0600/0700 whatever the umask)."""
+    old_umask = os.umask(0o022)
+    try:
+        _check_run_modes(project)
+    finally:
+        os.umask(old_umask)
+
+
+def _check_run_modes(project: Path) -> None:
     project.chmod(0o755)  # an ordinary project folder
     (project / "runs/r1").mkdir(parents=True, mode=0o755)  # an empty folder is a new run's
     with FakeServer(responder=server_responder) as server:
@@ -122,9 +136,15 @@ def test_run_directories_are_private(project: Path) -> None:
     modes = {
         str(p.relative_to(project)): stat.S_IMODE(p.stat().st_mode) for p in [run, *run.rglob("*")]
     }
-    loose = {p: oct(m) for p, m in modes.items() if m & 0o077}
+    shared = {"runs/r1/skills", "runs/r1/exports/static"}
+    readable = {p for p in modes if any(p == s or p.startswith(s + "/") for s in shared)}
+    assert {p for p in readable if p.endswith("/SKILL.md")}, "no skill file was written"
+    own = {p: m for p, m in modes.items() if p not in readable}
+    loose = {p: oct(m) for p, m in own.items() if m & 0o077}
     assert not loose, loose
-    assert {m for p, m in modes.items() if (project / p).is_dir()} == {0o700}
-    assert {m for p, m in modes.items() if (project / p).is_file()} == {0o600}
+    assert {m for p, m in own.items() if (project / p).is_dir()} == {0o700}
+    assert {m for p, m in own.items() if (project / p).is_file()} == {0o600}
+    assert {m for p in readable if (project / p).is_dir() for m in [modes[p]]} == {0o755}
+    assert {m for p in readable if (project / p).is_file() for m in [modes[p]]} == {0o644}
     # outside a run, folders keep the usual mode
     assert stat.S_IMODE((project / "runs").stat().st_mode) == 0o755

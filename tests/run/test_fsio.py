@@ -87,3 +87,31 @@ def test_read_text_errors_name_the_file(tmp_path: Path) -> None:
     p = tmp_path / "crlf.txt"
     p.write_bytes(b"\xef\xbb\xbfa\r\nb\r\n")
     assert fsio.read_text(p) == "a\nb\n"
+
+
+@pytest.mark.parametrize(
+    ("mask", "file_mode", "dir_mode"), [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)]
+)
+def test_shared_writes_follow_the_umask_even_inside_a_private_folder(
+    tmp_path: Path, mask: int, file_mode: int, dir_mode: int
+) -> None:
+    """Skill files and export trees (`shared=True`) get the umask's modes, as `cp` would give,
+    wherever they are; other writes inside a private folder stay private."""
+    import stat
+
+    private = tmp_path / "run"
+    private.mkdir(mode=0o700)
+    old = os.umask(mask)
+    try:
+        assert fsio.umask() == mask
+        fsio.atomic_write_text(private / "skills" / "a" / "SKILL.md", "x", shared=True)
+        fsio.atomic_write_text(private / "state.json", "{}")
+    finally:
+        os.umask(old)
+
+    def mode(p: Path) -> int:
+        return stat.S_IMODE(p.stat().st_mode)
+
+    assert mode(private / "skills" / "a" / "SKILL.md") == file_mode
+    assert mode(private / "skills" / "a") == dir_mode == mode(private / "skills")
+    assert mode(private / "state.json") == 0o600

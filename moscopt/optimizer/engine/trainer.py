@@ -123,7 +123,11 @@ class Trainer:
             elif phase == "gate":
                 if ctx.llm_gate and ctx.config.training.interleave:
                     await self.gate.run()
-                await self.start_phase("evolve")
+                if self._evolution_due():
+                    await self.start_phase("evolve")
+                else:  # no evolution this epoch: no "evolve: start" for a phase that does not run
+                    ctx.cursor.phase = "memory"
+                    ctx.save()
             elif phase == "evolve":
                 if self._evolution_due():
                     cycle = next((e.evolution for e in ctx.extensions if e.evolution), evolve)

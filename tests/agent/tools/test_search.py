@@ -137,7 +137,7 @@ def test_the_agent_searches_through_the_text_protocol() -> None:
     assert rollout.reward == 1.0 and lm.purposes == ["agent", "agent"]
 
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "searchqa"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "searchqa-custom"
 ANSWERS = ("Paris", "nitrogen", "Herman Melville")
 
 

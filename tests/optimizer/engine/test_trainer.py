@@ -259,3 +259,19 @@ def test_autonomous_schedule_asks_the_optimizer_for_the_budget(
     assert all(
         r.schema is not None and r.schema["properties"]["edits"]["maxItems"] == 3 for r in proposals
     )
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_the_evolve_phase_starts_only_when_evolution_runs(
+    tmp_path: Path, seed_dir: Path, enabled: bool
+) -> None:
+    """`--no-evolution` never shows `evolve: start` (issue 28 item 9): the phase, its
+    validation point and its progress event exist only when a cycle is due."""
+    run, config, bench, sp, seeds = make_run(
+        tmp_path,
+        seed_dir,
+        **{"training.epochs": 1, "evolution.enabled": enabled, "credit.c_min": 1},
+    )
+    trainer = train_run(run, config, bench, sp, seeds, scripted_lm())
+    phases = [p.phase for p in trainer.state.val_history]
+    assert ("evolve" in phases) is enabled and trainer.state.status == "done"
