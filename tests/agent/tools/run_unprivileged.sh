@@ -8,7 +8,7 @@
 # where each such directory is replaced by an empty tmpfs that shows only the entries the
 # interpreter and the repository need; nothing changes outside that namespace.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 export REPO="$PWD"
 export RUN_AS="${MOSCOPT_UNPRIVILEGED_USER:-nobody}"
 VENV="${MOSCOPT_CI_VENV:-.venv}"
