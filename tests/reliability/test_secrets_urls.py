@@ -136,7 +136,8 @@ def _check_run_modes(project: Path) -> None:
     modes = {
         str(p.relative_to(project)): stat.S_IMODE(p.stat().st_mode) for p in [run, *run.rglob("*")]
     }
-    shared = {"runs/r1/skills", "runs/r1/exports/static"}
+    # exports/seed: the given pool, written by training for the certificate's comparison
+    shared = {"runs/r1/skills", "runs/r1/exports/static", "runs/r1/exports/seed"}
     readable = {p for p in modes if any(p == s or p.startswith(s + "/") for s in shared)}
     assert {p for p in readable if p.endswith("/SKILL.md")}, "no skill file was written"
     own = {p: m for p, m in modes.items() if p not in readable}

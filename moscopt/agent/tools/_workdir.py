@@ -50,7 +50,7 @@ def run_dirs(
     Raises ValueError for a file name that is absolute or climbs out with ``..``.
     """
     relatives = {name: _safe_relative(name) for name in files or {}}
-    base = Path(tempfile.mkdtemp(prefix="moscopt-sandbox-"))
+    base = Path(tempfile.mkdtemp(prefix="moscopt-sandbox-", dir=_parent_for(owner)))
     try:
         dirs = RunDirs(base, base / "work", base / "main.py", base / "stdin")
         _write_private(dirs.code, code)
@@ -67,6 +67,32 @@ def run_dirs(
         yield dirs
     finally:
         remove_tree(base)
+
+
+def _parent_for(owner: tuple[int, int] | None) -> str | None:
+    """Where the base goes: the temporary directory, unless the sandbox uid could not reach it.
+
+    A private TMPDIR (inside a 0700 directory, say) is fine for the launching user, but the uid
+    the code drops to must traverse every directory above its work dir. Then the base goes in
+    the first world-traversable system temporary directory instead; it stays private (0711
+    base, 0700 work dir of the sandbox uid)."""
+    if owner is None or _traversable_by_others(tempfile.gettempdir()):
+        return None
+    for candidate in ("/tmp", "/var/tmp", "/dev/shm"):
+        if os.path.isdir(candidate) and _traversable_by_others(candidate):
+            return candidate
+    return None
+
+
+def _traversable_by_others(path: str) -> bool:
+    current = Path(os.path.realpath(path))
+    for directory in (current, *current.parents):
+        try:
+            if not os.stat(directory).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def remove_tree(path: Path) -> None:

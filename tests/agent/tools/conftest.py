@@ -11,17 +11,19 @@ from pathlib import Path
 import pytest
 from attack_helpers import ATTACK_MODES, Planted
 
-from moscopt.agent.tools import _bwrap, _isolation, sandbox
+from moscopt.agent.tools import _bwrap, _isolation, _workdir, sandbox
 
 
 @pytest.fixture
 def sandbox_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private temp root for the sandbox's run dirs, so a test can check they are removed.
 
-    It sits in the system temp dir and is traversable (0711) because, as root, the sandboxed
-    code runs under another uid that must reach its work dir.
+    It sits in the temp dir (or, when that is private, where the sandbox itself would go) and is
+    traversable (0711) because, as root, the sandboxed code runs under another uid that must
+    reach its work dir.
     """
-    root = Path(tempfile.mkdtemp(prefix="moscopt-test-sandbox-"))
+    parent = _workdir._parent_for((65534, 65534))
+    root = Path(tempfile.mkdtemp(prefix="moscopt-test-sandbox-", dir=parent))
     os.chmod(root, 0o711)
     monkeypatch.setattr(tempfile, "tempdir", str(root))
     yield root
