@@ -1,4 +1,5 @@
-"""The response cache: one SQLite file shared by every run of a project, keyed by `LMRequest.key()`.
+"""The response cache: one diskcache folder shared by every run of a project, keyed by
+`LMRequest.key()`.
 
 Where it lives (`shared_cache_dir`): `llm.cache_dir` if set; else `$MOSCOPT_CACHE_DIR`; else
 `<project>/.moscopt/cache/` for the project (the nearest `moscopt.yaml` above the run, or above
@@ -7,18 +8,23 @@ hash of what determines the answer (model identity, messages, sampling, seed, sc
 index) and not of the endpoint's address, so a rerun into a new run directory, a resumed run and
 a local server restarted on another port all find the answers they got before.
 
-A run keeps a record of the entries it used (`RECORD_FILE` in its `cache/` folder: one key per
-line, appended as it goes), so what a run depended on can be listed, copied or kept. A run
-written before the shared cache still has its own answers in that folder: `legacy` reads them
-(see `moscopt.lm.legacy`), so such a run resumes without asking again.
+The folder is a `diskcache.Cache` (SQLite in WAL mode underneath: safe across threads and
+processes) that never evicts or expires: a resumed or repeated step must find every answer it got
+before. Its `Disk` is `TextDisk`: keys and values are stored as the text they are, never pickled.
 
-Values are JSON (never pickle) holding only the answer: text, token counts, finish reason, the
-model. Requests, keys and headers are not stored, and an answer's text is scrubbed of secret
-values (`moscopt.lm.redact.scrub_secrets`: the keys in the environment, in their simple
-encodings) before it is, whoever wrote it. Entries never expire: a resumed or repeated
-step must find every answer it got before. An entry that cannot be read or decoded is a miss
-(and is overwritten by the next answer), never a crash: not JSON, nested too deeply, token
-counts that are not counts (negative, fractional, 1e400). Safe across threads and processes.
+A run keeps a record of the entries it used (`RECORD_FILE` in its `cache/` folder: one key per
+line, appended as it goes), so what a run depended on can be listed, copied or kept. Answers
+stored by earlier versions are still found (`moscopt.lm.legacy`): the single SQLite file of
+format 2 in the same folder (same keys), and a run's own `cache/` folder of format 1 (keys that
+hashed the endpoint too); each one found is copied here.
+
+Values are JSON holding only the answer: text, token counts, finish reason, the model. Requests,
+API keys and headers are not stored, and an answer's text is scrubbed of secret values
+(`moscopt.lm.redact.scrub_secrets`: the keys in the environment, in their simple encodings)
+before it is, whoever wrote it. An entry that cannot be read or decoded is a miss (and is
+overwritten by the next answer), never a crash: not JSON, nested too deeply, token counts that
+are not counts (negative, fractional, 1e400), a pickle; so is a folder that cannot be made or
+opened (one warning).
 """
 
 from __future__ import annotations
@@ -30,9 +36,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import diskcache
+from diskcache.core import MODE_PICKLE, UNKNOWN
+
 from moscopt.config import CONFIG_FILE, LLMConfig
 from moscopt.lm.base import Completion, ToolCall, Usage
-from moscopt.lm.legacy import LegacyRunCache
+from moscopt.lm.legacy import LEGACY_DB, SqliteResponses
 from moscopt.lm.redact import scrub_secrets
 from moscopt.lm.wire import dumps, loads, model_text, tokens
 
@@ -40,9 +49,12 @@ log = logging.getLogger("moscopt.lm")
 CACHE_ENV = "MOSCOPT_CACHE_DIR"
 HOME_ENV = "MOSCOPT_HOME"
 PROJECT_CACHE = Path(".moscopt") / "cache"
-DB_FILE = "responses.sqlite3"
+DB_FILE = "cache.db"  # diskcache's database in the folder
 RECORD_FILE = "used-keys.txt"
 FLUSH_EVERY = 64  # record lines buffered before they are appended
+# never evicted nor expired, so no culling pass on each write; no hit counters to update on reads
+SETTINGS: dict[str, Any] = {"eviction_policy": "none", "cull_limit": 0, "statistics": 0}
+_UNREADABLE = (sqlite3.Error, OSError, diskcache.Timeout, ValueError, TypeError)
 
 
 def default_cache_dir() -> Path:
@@ -80,67 +92,146 @@ def shared_cache_dir(llm: LLMConfig, *, run_path: Path | None = None) -> Path:
     return default_cache_dir()
 
 
+class TextDisk(diskcache.Disk):  # type: ignore[misc]
+    """diskcache's storage of keys and values, for text only: each is stored as the text it is
+    (in the database, or in a file beside it past `min_file_size`), and nothing is pickled, either
+    way. An entry that is not text (a pickle, say) is refused on reading: a miss.
+
+    Not diskcache's `JSONDisk`: that one zlib-compresses the keys as well as the values, so a key
+    would depend on the zlib build (zlib-ng compresses differently: every entry would miss), and a
+    secret in a stored answer would be hidden from a plain search of the files. The folders of
+    format 1 (diskcache's default `Disk` holding JSON text) read the same way.
+    """
+
+    def put(self, key: Any) -> tuple[Any, bool]:
+        if not isinstance(key, str):
+            raise TypeError("a response cache key is text")
+        return super().put(key)  # type: ignore[no-any-return]
+
+    def get(self, key: Any, raw: bool) -> Any:
+        if not raw:
+            raise ValueError("a pickled key (not written by moscopt)")
+        return super().get(key, raw)
+
+    def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> Any:
+        if not isinstance(value, str):
+            raise TypeError("a response cache value is JSON text")
+        return super().store(value, read, key=key)
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        if mode == MODE_PICKLE:
+            raise ValueError("a pickled entry (not written by moscopt)")
+        return super().fetch(mode, filename, value, read)
+
+
+class _Folder:
+    """A diskcache folder opened on first use (and again after `close`). A folder that cannot be
+    made or opened, or an operation that fails, warns once and is a miss; one that failed to open
+    is not tried again until `close`."""
+
+    def __init__(self, directory: Path, *, create: bool) -> None:
+        self.directory = directory
+        self.create = create
+        self._cache: Any = None  # a diskcache.Cache once open
+        self._failed = False
+        self._warned = False
+
+    def _open(self) -> Any:
+        if self._cache is None and not self._failed:
+            try:
+                if self.create and not self.directory.exists():
+                    self.directory.mkdir(parents=True, exist_ok=True)
+                    # a folder we made is ours to keep out of version control
+                    (self.directory / ".gitignore").write_text(
+                        "# moscopt's LLM response cache: not for version control\n*\n"
+                    )
+                self._cache = diskcache.Cache(
+                    str(self.directory), timeout=30, disk=TextDisk, **SETTINGS
+                )
+            except (sqlite3.Error, OSError, diskcache.Timeout) as e:
+                self._failed = True
+                self.warn("cannot be opened", e)
+        return self._cache
+
+    def warn(self, what: str, error: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("the response cache in %s %s (%s)", self.directory, what, error)
+
+    def get(self, key: str) -> Any:
+        """The stored text of `key`, or None (absent, unreadable)."""
+        cache = self._open()
+        if cache is None:
+            return None
+        try:
+            return cache.get(key)
+        except _UNREADABLE as e:
+            if not isinstance(e, ValueError | TypeError):  # a bad entry is a plain miss
+                self.warn("cannot be read", e)
+            return None
+
+    def set(self, key: str, text: str) -> bool:
+        cache = self._open()
+        if cache is None:
+            return False
+        try:
+            return bool(cache.set(key, text))
+        except (sqlite3.Error, OSError, diskcache.Timeout) as e:
+            self.warn("cannot be written", e)
+            return False
+
+    def delete(self, key: str) -> None:
+        cache = self._open()
+        if cache is not None:
+            try:
+                cache.delete(key)
+            except (sqlite3.Error, OSError, diskcache.Timeout) as e:
+                self.warn("cannot be written", e)
+
+    def count(self) -> int:
+        cache = self._open()
+        try:
+            return len(cache) if cache is not None else 0
+        except (sqlite3.Error, OSError, diskcache.Timeout) as e:
+            self.warn("cannot be read", e)
+            return 0
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None  # other threads' connections close with it
+        self._failed = False
+
+
 class ResponseCache:
-    """A directory holding `DB_FILE`; `record` names the file listing the keys this run used."""
+    """The folder `directory` (see above); `record` names the file listing the keys this run used
+    (its folder, a run's `cache/`, may hold the run's format-1 cache)."""
 
     def __init__(self, directory: str | Path, *, record: Path | None = None) -> None:
         self.directory = Path(directory)
         self.record = record
         self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
+        self._store = _Folder(self.directory, create=True)
+        self._format2 = SqliteResponses(self.directory)
         self._used: set[str] | None = None
         self._pending: list[str] = []
-        self._warned = False
-        self.legacy: LegacyRunCache | None = None
-        if record is not None and LegacyRunCache.found_in(record.parent):
-            self.legacy = LegacyRunCache(record.parent)
-
-    # -- storage ---------------------------------------------------------------------------------
-
-    def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
-            fresh = not self.directory.exists()
-            self.directory.mkdir(parents=True, exist_ok=True)
-            if fresh:  # a folder we made is ours to keep out of version control
-                ignore = self.directory / ".gitignore"
-                ignore.write_text("# moscopt's LLM response cache: not for version control\n*\n")
-            path = self.directory / DB_FILE
-            db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            db.text_factory = bytes  # a row that is not UTF-8 decodes in `_decode`, as a miss
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS responses "
-                "(key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID"
-            )
-            self._db = db
-        return self._db
-
-    def _warn(self, what: str, error: Exception) -> None:
-        if not self._warned:
-            self._warned = True
-            log.warning("the response cache in %s %s (%s)", self.directory, what, error)
+        self.legacy: _Folder | None = None
+        if record is not None and (record.parent / LEGACY_DB).is_file():
+            self.legacy = _Folder(record.parent, create=False)
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
-            try:
-                row = (
-                    self._conn()
-                    .execute("SELECT value FROM responses WHERE key = ?", (key,))
-                    .fetchone()
-                )
-            except (sqlite3.DatabaseError, OSError) as e:  # damaged or unwritable: work on
-                self._warn("cannot be read", e)
-                return None
-            if row is None:
-                return None
-            found = _decode(row[0])
+            found = _decode(self._store.get(key))
+            if found is None:  # stored by format 2: copied here
+                found = _decode(self._format2.get(key))
+                if found is not None:
+                    self._store.set(key, _encode(found))
             if found is not None:
                 self._note(key)
             return found
 
     def migrate(self, key: str, old_key: str) -> Completion | None:
-        """The answer the run's old cache holds under `old_key`, copied here under `key`."""
+        """The answer the run's format-1 cache holds under `old_key`, copied here under `key`."""
         if self.legacy is None:
             return None
         with self._lock:
@@ -150,46 +241,23 @@ class ResponseCache:
         return found
 
     def put(self, key: str, completion: Completion) -> None:
-        entry: dict[str, Any] = {
-            "text": scrub_secrets(completion.text),
-            "model": completion.model,
-            "prompt_tokens": completion.usage.prompt_tokens,
-            "completion_tokens": completion.usage.completion_tokens,
-            "cached_tokens": completion.usage.cached_tokens,
-            "finish_reason": completion.finish_reason,
-        }
-        if completion.tool_calls:  # only then: entries without tool calls are as before
-            entry["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": scrub_secrets(c.arguments)}
-                for c in completion.tool_calls
-            ]
-        value = dumps(entry)
+        value = _encode(completion)
         with self._lock:
-            try:
-                self._conn().execute(
-                    "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, value)
-                )
-            except (sqlite3.DatabaseError, OSError) as e:
-                self._warn("cannot be written", e)
-                return
-            self._note(key)
+            if self._store.set(key, value):
+                self._note(key)
 
     def discard(self, key: str) -> None:
         """Forget the entry under `key` (an answer that no longer serves: nothing if absent)."""
         with self._lock:
-            try:
-                self._conn().execute("DELETE FROM responses WHERE key = ?", (key,))
-            except (sqlite3.DatabaseError, OSError) as e:
-                self._warn("cannot be written", e)
+            self._store.delete(key)
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            return self._store.count()
 
     def __contains__(self, key: str) -> bool:
         with self._lock:
-            row = self._conn().execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone()
-            return row is not None
+            return self._store.get(key) is not None
 
     # -- the run's record ------------------------------------------------------------------------
 
@@ -225,12 +293,11 @@ class ResponseCache:
             return len(self._used)
 
     def close(self) -> None:
-        """Write the record and close the database (both reopen on the next use)."""
+        """Write the record and close the stores (all reopen on the next use)."""
         with self._lock:
             self._flush()
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+            self._store.close()
+            self._format2.close()
             if self.legacy is not None:
                 self.legacy.close()
 
@@ -242,6 +309,24 @@ def read_record(path: Path) -> list[str]:
     except FileNotFoundError:
         return []
     return [line for line in text.splitlines() if len(line) == 64]
+
+
+def _encode(completion: Completion) -> str:
+    """The JSON text stored for `completion`: the answer only, secrets scrubbed."""
+    entry: dict[str, Any] = {
+        "text": scrub_secrets(completion.text),
+        "model": completion.model,
+        "prompt_tokens": completion.usage.prompt_tokens,
+        "completion_tokens": completion.usage.completion_tokens,
+        "cached_tokens": completion.usage.cached_tokens,
+        "finish_reason": completion.finish_reason,
+    }
+    if completion.tool_calls:  # only then: entries without tool calls are as before
+        entry["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": scrub_secrets(c.arguments)}
+            for c in completion.tool_calls
+        ]
+    return dumps(entry).decode("utf-8")
 
 
 def _decode(value: Any) -> Completion | None:

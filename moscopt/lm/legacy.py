@@ -1,10 +1,12 @@
-"""Reading the per-run cache of runs written before the shared cache (cache format 1).
+"""Reading the response caches of earlier versions, so that their runs still resume without
+asking again (`moscopt.lm.cache` looks here when its own folder misses, and copies what it finds).
 
-Those runs kept their answers in `runs/<name>/cache/` (a diskcache directory: an SQLite
-`cache.db`, values as JSON text) under keys that also hashed the endpoint's address. A resumed
-old run looks there when the shared cache misses, so it replays the answers it already got; each
-one found is copied into the shared cache under its current key. Read-only, never pickle, and
-without diskcache: only text values stored in the database or in a file beside it are read.
+- Format 2 (the shared cache before diskcache): one SQLite file, `SQLITE_FILE`, in the shared
+  cache folder, table `responses (key, value)` holding the entry's JSON as UTF-8, under the same
+  keys as now. Read here with plain SQL (no library wrote it), never written.
+- Format 1 (before the shared cache): each run's own `runs/<name>/cache/`, a diskcache folder
+  (`LEGACY_DB`, values JSON text) under keys that also hashed the endpoint's address
+  (`legacy_key`). Its layout is the current store's, so `moscopt.lm.cache` opens it as one.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from pathlib import Path
 from moscopt.lm.base import LMRequest, public_url
 from moscopt.run.fsio import canonical_json
 
-LEGACY_DB = "cache.db"
-_TEXT = 3  # diskcache's MODE_TEXT
+SQLITE_FILE = "responses.sqlite3"
+LEGACY_DB = "cache.db"  # diskcache's database in a format-1 run's cache/
 
 
 def legacy_key(request: LMRequest, api_base: str | None) -> str:
@@ -28,40 +30,34 @@ def legacy_key(request: LMRequest, api_base: str | None) -> str:
     return hashlib.sha256(canonical_json(fields).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class LegacyRunCache:
-    """A run's old `cache/` folder, read-only."""
+class SqliteResponses:
+    """The format-2 file in `directory`, if there is one: read, never written. Whether it exists
+    is looked at once (until `close`); a file that cannot be read is a miss."""
 
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
+        self.path = directory / SQLITE_FILE
         self._db: sqlite3.Connection | None = None
-
-    @staticmethod
-    def found_in(directory: Path) -> bool:
-        return (directory / LEGACY_DB).is_file()
+        self._absent = False
 
     def get(self, key: str) -> bytes | None:
-        """The stored text of `key` (as UTF-8 bytes), or None."""
+        """The stored JSON of `key` (UTF-8 bytes, undecoded), or None."""
+        if self._absent:
+            return None
         try:
             if self._db is None:
-                uri = (self.directory / LEGACY_DB).resolve().as_uri() + "?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-                self._db.text_factory = bytes
-            row = self._db.execute(
-                "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1", (key,)
-            ).fetchone()
-        except sqlite3.DatabaseError:
-            return None  # not a cache we can read: the call is made again
-        if row is None or row[0] != _TEXT:
+                if not self.path.is_file():
+                    self._absent = True
+                    return None
+                self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+                self._db.text_factory = bytes  # a value that is not UTF-8 is a miss, later
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        except (sqlite3.Error, OSError):
+            self._absent = True  # not a file we can read: those calls are made again
             return None
-        _, filename, value = row
-        if filename:
-            try:
-                return (self.directory / filename.decode("utf-8", "replace")).read_bytes()
-            except OSError:
-                return None
-        return value if isinstance(value, bytes) else None
+        return row[0] if row is not None and isinstance(row[0], bytes) else None
 
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
+        self._absent = False

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+import diskcache
 import pytest
 
 from moscopt.config import LLMConfig
@@ -53,10 +55,12 @@ def test_entries_survive_reopening_and_closing(tmp_path: Path) -> None:
 
 
 def raw_put(directory: Path, key: str, value: object) -> None:
-    db = sqlite3.connect(directory / DB_FILE)
-    db.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, value))
-    db.commit()
-    db.close()
+    """Store `value` under `key` as it is, past the cache's encoding (an entry in the database)."""
+    ResponseCache(directory).put(key, Completion(text="replaced below", model="m"))
+    with contextlib.closing(sqlite3.connect(directory / DB_FILE)) as db, db:
+        db.execute(
+            "UPDATE Cache SET mode = 1, filename = NULL, value = ? WHERE key = ?", (value, key)
+        )
 
 
 @pytest.mark.parametrize(
@@ -165,21 +169,13 @@ def test_shared_cache_dir_is_the_projects(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert shared_cache_dir(LLMConfig(cache_dir=str(tmp_path / "abs"))) == tmp_path / "abs"
 
 
-def legacy_run_cache(folder: Path, key: str, entry: dict[str, object]) -> None:
-    """A run's cache/ as the release before the shared cache wrote it (diskcache's layout)."""
-    folder.mkdir(parents=True)
-    db = sqlite3.connect(folder / "cache.db")
-    db.execute(
-        "CREATE TABLE Cache (rowid INTEGER PRIMARY KEY, key BLOB, raw INTEGER, store_time REAL,"
-        " expire_time REAL, access_time REAL, access_count INTEGER DEFAULT 0, tag BLOB,"
-        " size INTEGER DEFAULT 0, mode INTEGER DEFAULT 0, filename TEXT, value BLOB)"
-    )
-    value = json.dumps(entry, sort_keys=True, ensure_ascii=False)
-    db.execute(
-        "INSERT INTO Cache (key, raw, store_time, mode, value) VALUES (?, 1, 0, 3, ?)", (key, value)
-    )
-    db.commit()
-    db.close()
+def legacy_run_cache(folder: Path, entries: dict[str, dict[str, object]]) -> None:
+    """A run's cache/ as the release before the shared cache wrote it: diskcache's default `Disk`
+    in the folder, each entry's JSON as text (in the database, or in a file when large)."""
+    cache = diskcache.Cache(str(folder), eviction_policy="none", size_limit=2**62)
+    for key, entry in entries.items():
+        cache.set(key, json.dumps(entry, sort_keys=True, ensure_ascii=False))
+    cache.close()
 
 
 def test_a_run_from_before_the_shared_cache_resumes_from_its_own_answers(tmp_path: Path) -> None:
@@ -188,18 +184,26 @@ def test_a_run_from_before_the_shared_cache_resumes_from_its_own_answers(tmp_pat
             "openai/fake-model", llm=LLMConfig(), seed=1, api_base=server.url, cache=None
         )
         messages: Any = [{"role": "user", "content": "asked before the upgrade"}]
-        old_key = legacy_key(lm.request(messages), server.url)
+        long: Any = [{"role": "user", "content": "asked before the upgrade, at length"}]
         entry = {"text": "old answer", "model": "openai/fake-model", "prompt_tokens": 4,
                  "completion_tokens": 2, "finish_reason": "stop"}  # fmt: skip
-        legacy_run_cache(tmp_path / "run" / "cache", old_key, entry)
+        large = {**entry, "text": "long answer " * 4000}  # past 32 KB: a file beside the database
+        legacy_run_cache(
+            tmp_path / "run" / "cache",
+            {
+                legacy_key(lm.request(messages), server.url): entry,
+                legacy_key(lm.request(long), server.url): large,
+            },
+        )
         record = tmp_path / "run" / "cache" / "used-keys.txt"
         lm.cache = ResponseCache(tmp_path / "shared", record=record)
         done = lm.complete(messages)
         assert done.cache_hit and done.text == "old answer" and server.count() == 0
+        assert lm.complete(long).text == large["text"] and server.count() == 0
         lm.close()
         # copied into the shared cache under its current key
         shared = ResponseCache(tmp_path / "shared")
         found = shared.get(lm.request(messages).key())
         assert found is not None and found.text == "old answer"
-        assert read_record(record) == [lm.request(messages).key()]
+        assert read_record(record) == [lm.request(messages).key(), lm.request(long).key()]
         shared.close()

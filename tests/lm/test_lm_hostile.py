@@ -114,7 +114,7 @@ def test_a_damaged_cache_entry_is_a_miss(tmp_path: Path, value: bytes) -> None:
     cache.put("k" * 64, _completion())
     cache.close()
     with sqlite3.connect(tmp_path / DB_FILE) as db:
-        db.execute("UPDATE responses SET value = ?", (value,))
+        db.execute("UPDATE Cache SET value = ?", (value,))
     assert ResponseCache(tmp_path).get("k" * 64) is None
 
 

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from moscopt.cli import app
+from moscopt.lm.cache import DB_FILE
 from moscopt.lm.redact import secret_forms
 from moscopt.testing.hostile_server import HostileServer, completion, response
 from moscopt.testing.scripted import server_responder
@@ -75,5 +76,5 @@ def test_an_echoed_key_reaches_no_file_in_any_form(
         assert server.requests and all(
             h.get("authorization") == f"Bearer {KEY}" for h in server.requests
         )
-    assert list(project.rglob("*.sqlite3"))  # the shared response cache was written ...
+    assert list(project.rglob(DB_FILE))  # the shared response cache was written ...
     assert leaks(project) == [] and leaks(Path(os.environ["HOME"])) == []  # ... and is clean
