@@ -92,7 +92,7 @@ def shared_cache_dir(llm: LLMConfig, *, run_path: Path | None = None) -> Path:
     return default_cache_dir()
 
 
-class TextDisk(diskcache.Disk):  # type: ignore[misc]
+class TextDisk(diskcache.Disk):
     """diskcache's storage of keys and values, for text only: each is stored as the text it is
     (in the database, or in a file beside it past `min_file_size`), and nothing is pickled, either
     way. An entry that is not text (a pickle, say) is refused on reading: a miss.
@@ -106,7 +106,7 @@ class TextDisk(diskcache.Disk):  # type: ignore[misc]
     def put(self, key: Any) -> tuple[Any, bool]:
         if not isinstance(key, str):
             raise TypeError("a response cache key is text")
-        return super().put(key)  # type: ignore[no-any-return]
+        return super().put(key)
 
     def get(self, key: Any, raw: bool) -> Any:
         if not raw:
