@@ -330,7 +330,9 @@ def _encode(completion: Completion) -> str:
 
 
 def _decode(value: Any) -> Completion | None:
-    """The completion stored in `value`, or None when it is not a readable entry."""
+    """The completion stored in `value`, or None when it is not a readable entry (or None)."""
+    if value is None:
+        return None
     try:
         entry = loads(value if isinstance(value, bytes | str) else b"")
         finish = entry.get("finish_reason")
