@@ -85,6 +85,9 @@ def test_values_and_keys_are_stored_as_plain_text(tmp_path: Path) -> None:
     )
     with pytest.raises(TypeError):  # the store takes text only: a dict would be pickled
         TextDisk(str(tmp_path)).store({"text": "t"}, read=False)
+    with contextlib.closing(sqlite3.connect(tmp_path / DB_FILE)) as db:
+        settings = dict(db.execute("SELECT key, value FROM Settings").fetchall())
+    assert settings["eviction_policy"] == "none"  # never evicted: a resumed step finds them all
 
 
 class Boom:
