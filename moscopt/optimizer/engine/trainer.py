@@ -22,7 +22,6 @@ from moscopt.optimizer.engine.evolution_phase import end_epoch, evolve
 from moscopt.optimizer.engine.gate_phase import GatePhase
 from moscopt.optimizer.engine.skills_phase import SkillsPhase, batches
 from moscopt.optimizer.engine.validation import Validator
-from moscopt.optimizer.policies.edit_budget import EditBudget
 from moscopt.run.ledger import Notice, RolloutEvent, TrainStart
 from moscopt.run.state import RunState, ScorePoint
 
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from moscopt.core.skills import Pool
     from moscopt.lm.base import LM
     from moscopt.optimizer.engine.extension import Extension
+    from moscopt.optimizer.engine.policies import Policies
     from moscopt.run.rundir import RunDir
 
 
@@ -41,8 +41,9 @@ class Trainer:
     """Runs (or resumes) the optimization stored in a run directory.
 
     Built by the application layer only (`moscopt.app.workspace.make_trainer`), which chooses
-    the `extensions` for the config. `state` is the run's saved state when the caller has read
-    it under the run's lock (else it is read); `seeds` is the seed library evolution may draw on.
+    the `policies` and the `extensions` for the config. `state` is the run's saved state when
+    the caller has read it under the run's lock (else it is read); `seeds` is the seed library
+    evolution may draw on.
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class Trainer:
         seeds: Pool,
         progress: ProgressFn | None = None,
         state: RunState | None = None,
+        policies: Policies,
         extensions: Sequence[Extension] = (),
     ) -> None:
         self.ctx = ctx = Context(
@@ -71,13 +73,10 @@ class Trainer:
             state=state,
             extensions=extensions,
         )
-        opt = ctx.config.optimizer
-        steps = ctx.config.training.epochs * len(batches(ctx, 0))
-        budget = EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, steps))
         self.validator = Validator(ctx)
-        self.editor = Editor(ctx, self.validator, budget)
-        self.gate = GatePhase(ctx, self.validator, self.editor)
-        self.skills = SkillsPhase(ctx, self.editor, self.gate)
+        self.editor = Editor(ctx, self.validator, policies.budget)
+        self.gate = GatePhase(ctx, self.validator, self.editor, policies.restoration)
+        self.skills = SkillsPhase(ctx, self.editor, self.gate, policies.targets)
 
     @property
     def state(self) -> RunState:
