@@ -22,8 +22,8 @@ from moscopt.optimizer.engine.evolution_phase import end_epoch, evolve
 from moscopt.optimizer.engine.gate_phase import GatePhase
 from moscopt.optimizer.engine.skills_phase import SkillsPhase, batches
 from moscopt.optimizer.engine.validation import Validator
-from moscopt.run.ledger import Notice, RolloutEvent, TrainStart
-from moscopt.run.state import RunState, ScorePoint
+from moscopt.run.ledger import Notice, TrainStart
+from moscopt.run.state import RunFacts, RunState, ScorePoint, finish_migrations
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -105,7 +105,7 @@ class Trainer:
     async def train(self) -> RunState:
         ctx, s = self.ctx, self.ctx.state
         ctx.run.rewind_events(s)
-        self._upgrade_v1()
+        finish_migrations(s, RunFacts(ctx.run.events_path, len(batches(ctx, 0))))
         s.status = "running"
         if ctx.cursor.best_val is None and s.epoch == 0:
             checkpoint = ctx.checkpoint(ctx.pool)
@@ -166,29 +166,6 @@ class Trainer:
         self.ctx.record(
             Notice(kind="sandbox", message=isolation_notice(cfg.agent.allow_unsandboxed))
         )
-
-    def _upgrade_v1(self) -> None:
-        """A run saved before the rollout index (state v1): index this epoch's rollouts once, and
-        count its skill-editing steps."""
-        ctx, s = self.ctx, self.ctx.state
-        if s.skill_steps is None:
-            done = s.epoch * len(batches(ctx, 0))
-            s.skill_steps = done + (ctx.cursor.batch if ctx.cursor.phase == "skills" else 0)
-        if ctx.cursor.indexed:
-            return
-        offsets, current = [], 0
-        with open(ctx.run.events_path, "rb") as f:
-            offset = 0
-            for line in f:
-                if b'"type": "rollout"' in line[:200]:
-                    event = RolloutEvent.model_validate_json(line)
-                    if event.epoch == s.epoch:
-                        offsets.append(offset)
-                        current += event.batch == ctx.cursor.batch
-                offset += len(line)
-        ctx.cursor.rollouts = offsets
-        ctx.cursor.batch_rollouts = current if ctx.cursor.credited else 0
-        ctx.cursor.indexed = True
 
 
 def initial_state(config: Config, pool: Pool, benchmark: str, splits: Splits) -> RunState:
