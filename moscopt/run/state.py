@@ -16,9 +16,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from moscopt.errors import UserError
-from moscopt.run.migrations import Migration, RunFacts, SchemaTooNew, finish, upgraded
-
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "RunFacts", "RunState", "SchemaTooNew"]
+from moscopt.run.migrations import Migration as Migration
+from moscopt.run.migrations import RunFacts as RunFacts
+from moscopt.run.migrations import SchemaTooNew as SchemaTooNew
+from moscopt.run.migrations import finish, upgraded
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
