@@ -35,6 +35,7 @@ from moscopt.benchmarks import get_benchmark
 from moscopt.core.resources import seed_skills_dir
 from moscopt.core.skills import Pool
 from moscopt.extensions.niches.competence import competence_gap, specialization_index
+from moscopt.extensions.niches.records import live_niches
 from moscopt.lm.factory import build_lm
 from moscopt.optimizer.engine import initial_state
 from moscopt.run.ledger_read import read_events
@@ -102,7 +103,7 @@ async def one(mode: str, seed: int, epochs: int, server: FakeServer, root: Path)
     per_niche: dict[str, list[float]] = defaultdict(list)
     for r in test:
         per_niche[r.task_id.split("-")[1][0]].append(r.reward)
-    ns = trainer.state.niches
+    ns = live_niches(trainer.ctx)
     assert ns is not None
     return Outcome(
         mode,

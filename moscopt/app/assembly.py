@@ -199,8 +199,8 @@ def make_agent(
     tasks: Sequence[Task] = (),
 ) -> SkillAgent:
     """The agent `config` describes over `router`. `memory`: the learned execution-memory gates
-    and halting controller (a run's `state.memory`, or a mixture export's); `tasks`: the tasks
-    it will run, if known, embedded for the familiarity router now in one batched call (the
+    and halting controller (a run's, `stored_memory(state)`, or a mixture export's); `tasks`: the
+    tasks it will run, if known, embedded for the familiarity router now in one batched call (the
     caller's event loop has not started: nothing waits). With `agent.aggregate: vote` the agent
     answers deterministic-answer tasks by the vote of the top `agent.vote_m` skills by
     familiarity (`moscopt.routing.voting`)."""

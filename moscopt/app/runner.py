@@ -339,7 +339,9 @@ def evaluate(
             router = deployment.router.router(pool)  # the familiarity router: no LLM call
         memory = deployment.memory if deployment is not None else None
         if deployment is None and state is not None:
-            memory = state.memory  # the run's learned memory gates and halting
+            from moscopt.extensions.memory.params import stored_memory
+
+            memory = stored_memory(state)  # the run's learned memory gates and halting
         agent = make_agent(config, bench, pool, router, lms.agent, memory=memory, tasks=tasks)
         if on_start:
             on_start(len(tasks) * (reps if isinstance(reps, int) else 3))

@@ -303,10 +303,12 @@ async def measure_baselines(stream: Stream) -> dict[str, float]:
 
 
 def niche_accuracy(stream: Stream, live: list[float]) -> dict[str, float]:
-    ctx = stream.ctx
-    if ctx.state.niches is None:
-        return {}
     from moscopt.extensions.niches.observer import NicheObserver
+    from moscopt.extensions.niches.records import live_niches
+
+    ctx = stream.ctx
+    if live_niches(ctx) is None:
+        return {}
 
     assigner = NicheObserver(ctx.config).assigner(ctx)
     by: dict[str, list[float]] = {}

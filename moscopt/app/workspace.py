@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from moscopt.lm.base import LM
     from moscopt.optimizer.engine import Trainer
     from moscopt.optimizer.engine.context import ProgressFn
+    from moscopt.optimizer.engine.policies import Policies
     from moscopt.run.rundir import RunDir
     from moscopt.run.state import RunState
 
@@ -49,15 +50,17 @@ def make_trainer(
     progress: ProgressFn | None = None,
     state: RunState | None = None,
 ) -> Trainer:
-    """The trainer of `run` with the extensions `config` asks for; `seeds` defaults to the
-    shipped seed library (what evolution may draw on)."""
+    """The trainer of `run` with the policies and the extensions `config` asks for; `seeds`
+    defaults to the shipped seed library (what evolution may draw on)."""
     from moscopt.app.extensions import extensions_for
     from moscopt.core.resources import seed_skills_dir
     from moscopt.core.skills import Pool
     from moscopt.optimizer.engine import Trainer
+    from moscopt.optimizer.engine.skills_phase import minibatches
 
     if seeds is None:
         seeds = Pool.load(seed_skills_dir(), require_gate=True)
+    epochs = config.training.epochs
     return Trainer(
         run=run,
         config=config,
@@ -68,6 +71,7 @@ def make_trainer(
         seeds=seeds,
         progress=progress,
         state=state,
+        policies=policies_for(config, epochs * len(minibatches(config, splits.train, 0))),
         extensions=extensions_for(config),
     )
 
@@ -108,4 +112,27 @@ def make_stream(
         progress=progress,
         extensions=extensions_for(config, stream=True),
     )
-    return Stream(ctx, window=window, lifecycle_every=lifecycle_every, memory_every=memory_every)
+    size = config.optimizer.batch or config.optimizer.minibatch
+    return Stream(
+        ctx,
+        policies_for(config, -(-len(tasks) // size)),  # one skill step per chunk
+        window=window,
+        lifecycle_every=lifecycle_every,
+        memory_every=memory_every,
+    )
+
+
+def policies_for(config: Config, skill_steps: int) -> Policies:
+    """The engine's decision rules for `config`, over a run of `skill_steps` skill-editing
+    steps (what the edit budget's schedule spans)."""
+    from moscopt.optimizer.engine.policies import Policies
+    from moscopt.optimizer.policies.edit_budget import EditBudget
+    from moscopt.optimizer.policies.edit_targets import EditTargets
+    from moscopt.optimizer.policies.gate_restoration import GateRestoration
+
+    opt, gating = config.optimizer, config.gating
+    return Policies(
+        budget=EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, skill_steps)),
+        targets=EditTargets(opt.max_targets or config.pool.k),
+        restoration=GateRestoration(gating.rebuild_threshold, gating.rebuild_window),
+    )

@@ -126,11 +126,13 @@ def export_run(
         members = [*pool.skills, *([pool.gate] if pool.gate is not None else [])]
         if mode == "router":  # the mixture and the familiarity router's heads
             from moscopt.exports.router import ROUTER_FILE, router_files
+            from moscopt.routing.engine import stored_router
 
-            files[ROUTER_FILE], manifest.router = router_files(state.router, pool)
+            files[ROUTER_FILE], manifest.router = router_files(stored_router(state), pool)
         from moscopt.exports.memory import MEMORY_FILE, memory_files
+        from moscopt.extensions.memory.params import stored_memory
 
-        learned = memory_files(state.memory)  # the fitted memory gates and halting, if any
+        learned = memory_files(stored_memory(state))  # the fitted memory gates and halting, if any
         if learned is not None:
             files[MEMORY_FILE], manifest.memory = learned
     elif mode == "static":

@@ -61,7 +61,7 @@ class RouterExport:
 
 
 def router_document(router_state: dict[str, Any]) -> dict[str, Any]:
-    """`router.json` from a run's `state.router` (as `moscopt.routing.engine` saves it)."""
+    """`router.json` from a run's familiarity part (`moscopt.routing.engine.stored_router`)."""
     from moscopt.routing.familiarity import FamiliarityModel
 
     model = FamiliarityModel.from_json(router_state["model"])

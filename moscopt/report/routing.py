@@ -18,12 +18,16 @@ MEMORY_MODELS = ("write", "retrieval", "halting")
 
 
 def routing_blocks(run: RunDir, state: RunState) -> list[Block]:
+    from moscopt.extensions.memory.params import stored_memory
+    from moscopt.extensions.niches.records import stored_niches
+    from moscopt.routing.engine import stored_router
+
     blocks: list[Block] = []
-    if state.router is not None:
+    if stored_router(state) is not None:
         blocks += specialization_blocks(run_specialization_of(run))
-    if state.memory is not None:
+    if stored_memory(state) is not None:
         blocks += memory_blocks(state)
-    if state.niches is not None:
+    if stored_niches(state) is not None:
         from moscopt.extensions.niches.summary import niche_summary
 
         summary = niche_summary(state, run.load_pool(state).names)
@@ -60,7 +64,9 @@ def specialization_blocks(spec: dict[str, Any]) -> list[Block]:
 
 
 def memory_blocks(state: RunState) -> list[Block]:
-    memory = state.memory
+    from moscopt.extensions.memory.params import stored_memory
+
+    memory = stored_memory(state)
     assert memory is not None
     rows = []
     for name in MEMORY_MODELS:

@@ -7,8 +7,10 @@ from typing import Any
 
 from moscopt.app.project import Project
 from moscopt.core.skills import Pool
+from moscopt.extensions.memory.params import stored_memory
 from moscopt.extensions.memory.training import describe
 from moscopt.extensions.niches.summary import niche_summary
+from moscopt.routing.engine import stored_router
 from moscopt.routing.gate import constrained_gate
 from moscopt.run.history import History
 from moscopt.run.outcomes import outcome_counts
@@ -116,8 +118,8 @@ def run_summary(run: RunDir) -> dict[str, Any]:
             else None
         ),
         "niches": niche_summary(state, pool.names),
-        "specialization": _specialization(run) if state.router is not None else None,
-        "memory": describe(state.memory) if state.memory is not None else None,
+        "specialization": _specialization(run) if stored_router(state) is not None else None,
+        "memory": describe(memory) if (memory := stored_memory(state)) is not None else None,
         "halting": _halting(run, state) if config.memory.halting.enabled else None,
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),

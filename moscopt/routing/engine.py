@@ -3,8 +3,8 @@
 `FamiliarityExtension` plugs it into the engine (the application layer adds it for those
 policies); its `FamiliarityRuntime` gives the engine its routers (`router`), and after each
 skill-editing minibatch's rollouts are logged and credited it trains the heads on them and
-writes its state to `ctx.state.router` (saved right after by the engine, so a resumed run
-continues with the same heads).
+keeps their JSON as its part of the run state (`NAME`; saved right after by the engine, so a
+resumed run continues with the same heads; `stored_router` reads it back).
 
 Two views of the heads, as the engine keeps two views of the statistics:
 - the live heads route the minibatch being rolled out, with the exploration bonus;
@@ -39,9 +39,19 @@ if TYPE_CHECKING:
     from moscopt.config import RouterConfig
     from moscopt.core.skills import Pool
     from moscopt.optimizer.engine.context import Context
+    from moscopt.run.migrations import Migration
+    from moscopt.run.state import RunState
 
 FIT_TASKS = 512
 POLICIES = ("familiarity", "hybrid")
+NAME = "familiarity"  # its key in the run state's `extensions`
+# MIGRATIONS[i] upgrades the part's version i + 1 to i + 2. Append only.
+MIGRATIONS: list[Migration] = []
+
+
+def stored_router(state: RunState) -> dict[str, Any] | None:
+    """The familiarity router's heads, counts and buffer a run state keeps (None: not used)."""
+    return state.part(NAME, MIGRATIONS)
 
 
 def hyper_of(cfg: RouterConfig) -> Hyper:
@@ -70,11 +80,11 @@ def rolling_out(ctx: Context) -> bool:
 class FamiliarityRuntime:
     """Routers and online training of the familiarity estimator for one training process."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, data: dict[str, Any] | None = None) -> None:
+        """`data`: the heads as saved (`to_json`), None for new ones."""
         self.ctx = ctx
         cfg = ctx.config.router
         self.hyper = hyper_of(cfg)
-        data = ctx.state.router
         # a run keeps the boilerplate its heads were trained without (none before it was saved)
         boilerplate = data.get("boilerplate", []) if data else [ctx.benchmark.answer_instructions]
         self.features = FeatureCache(make_embedder(cfg.embedding_model), boilerplate)
@@ -174,20 +184,28 @@ class FamiliarityRuntime:
         vectors = await self.features.vectors([ctx.tasks[k].prompt for k in keys])
         self.last = model.learn(batch, dict(zip(keys, vectors, strict=True)))
         self.model = model
-        ctx.state.router = self.to_json()
 
 
 class FamiliarityExtension(Extension):
     """The learned router as an engine extension (`gating.policy` familiarity or hybrid): it
-    routes the pool and learns from each minibatch's rollouts."""
+    routes the pool and learns from each minibatch's rollouts. Its part of the run state is
+    the heads as of the last minibatch learned from (what a resumed run continues with)."""
 
+    name = NAME
+    migrations = MIGRATIONS
     runtime: FamiliarityRuntime
+    saved: dict[str, Any] | None = None
 
-    def attach(self, ctx: Context) -> None:
-        self.runtime = FamiliarityRuntime(ctx)
+    def attach(self, ctx: Context, saved: dict[str, Any] | None) -> None:
+        self.runtime = FamiliarityRuntime(ctx, saved)
+        self.saved = saved
+
+    def saved_state(self) -> dict[str, Any] | None:
+        return self.saved
 
     async def after_rollouts(self, ctx: Context, rollouts: Sequence[Rollout]) -> None:
         await self.runtime.after_rollouts(ctx, rollouts)
+        self.saved = self.runtime.to_json()
 
     def router(self, ctx: Context, pool: Pool, stats: GateStats) -> Router | None:
         return self.runtime.router(pool, stats)

@@ -1,27 +1,31 @@
 """`RunState`: the versioned machine state of a run (`state.json`).
 
 Statistics live here, never in SKILL.md, so a diff of a skill shows only text changes. The file
-carries `schema_version`; older files are upgraded by the ordered, named migrations in
-`MIGRATIONS` (each takes the JSON of version v and returns version v + 1).
+carries `schema_version`; older files are upgraded by the ordered, named steps in `MIGRATIONS`
+(`moscopt.run.migrations`: the one migration path). Each add-on keeps its own part in
+`extensions`, under its name, with its own version and migrations: this module knows none of
+their fields.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from moscopt.extensions.memory.params import MemoryState
-from moscopt.extensions.niches.records import NicheState
-
-Migration = tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]
+from moscopt.errors import UserError
+from moscopt.run.migrations import Migration as Migration
+from moscopt.run.migrations import RunFacts as RunFacts
+from moscopt.run.migrations import SchemaTooNew as SchemaTooNew
+from moscopt.run.migrations import finish, upgraded
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """Drop the unused `rng_state` and `extra`; a v1 cursor has no rollout index (the trainer
-    rebuilds it once from the log); skill-editing steps were not counted apart from gate steps."""
+    """Drop the unused `rng_state` and `extra`; a v1 cursor has no rollout index (marked, for
+    `_index_v1` to rebuild from the log); skill-editing steps were not counted apart from gate
+    steps (None, for `_index_v1` to derive)."""
     data.pop("rng_state", None)
     data.pop("extra", None)
     cursor = dict(data.get("cursor") or {})
@@ -31,8 +35,52 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _index_v1(state: RunState, facts: RunFacts) -> None:
+    """A run saved before the rollout index (state v1): count its skill-editing steps, and index
+    this epoch's rollouts once from the log."""
+    from moscopt.run.ledger import RolloutEvent
+
+    cursor = state.cursor
+    if state.skill_steps is None:
+        done = state.epoch * facts.batches_per_epoch
+        state.skill_steps = done + (cursor.batch if cursor.phase == "skills" else 0)
+    if cursor.indexed:
+        return
+    offsets, current = [], 0
+    with open(facts.events_path, "rb") as f:
+        offset = 0
+        for line in f:
+            if b'"type": "rollout"' in line[:200]:
+                event = RolloutEvent.model_validate_json(line)
+                if event.epoch == state.epoch:
+                    offsets.append(offset)
+                    current += event.batch == cursor.batch
+            offset += len(line)
+    cursor.rollouts = offsets
+    cursor.batch_rollouts = current if cursor.credited else 0
+    cursor.indexed = True
+
+
+# The add-ons' fields of state v2, and the names they keep their parts under since v3.
+_V2_ADD_ONS = {"niches": "niches", "memory": "memory", "router": "familiarity"}
+
+
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """The add-ons' top-level fields move to `extensions`, each as its part's version 1."""
+    parts = dict(data.get("extensions") or {})
+    for field, name in _V2_ADD_ONS.items():
+        value = data.pop(field, None)
+        if value is not None:
+            parts[name] = {"version": 1, "data": value}
+    data["extensions"] = parts
+    return data
+
+
 # MIGRATIONS[i] upgrades schema version i + 1 to i + 2. Append only; never edit a shipped one.
-MIGRATIONS: list[Migration] = [("v1-to-v2: typed ledger, rollout index", _v1_to_v2)]
+MIGRATIONS: list[Migration] = [
+    Migration("v1-to-v2: typed ledger, rollout index", _v1_to_v2, _index_v1),
+    Migration("v2-to-v3: each add-on's state in its own part", _v2_to_v3),
+]
 SCHEMA_VERSION = len(MIGRATIONS) + 1
 
 
@@ -95,6 +143,13 @@ class Cursor(_Record):
     best_val: float | None = None  # validation score of the current pool under that view
 
 
+class AddOnState(_Record):
+    """An add-on's part of the run state: its JSON, at its own schema version."""
+
+    version: int = 1
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
 class RunState(_Record):
     schema_version: int = SCHEMA_VERSION
     created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
@@ -124,12 +179,8 @@ class RunState(_Record):
     last_good_gate: dict[str, Any] | None = None  # gate restored after repeated parse failures
     gate_failure_rates: list[float] = Field(default_factory=list)
     epoch_accepted: dict[str, list[str]] = Field(default_factory=dict)  # summaries, per target
-    niches: NicheState | None = None  # niches, competence and transfer (None: niches off)
-    # the execution memory's gates and the halting controller, fitted from rollouts
-    # (moscopt.extensions.memory; None: not fitted)
-    memory: MemoryState | None = None
-    # the familiarity router's heads, counts and buffer (moscopt.routing.engine; None: not used)
-    router: dict[str, Any] | None = None
+    # each add-on's part, under its name (`Extension.name`): only the add-on reads it
+    extensions: dict[str, AddOnState] = Field(default_factory=dict)
 
     def accepted_edits(self) -> int:
         return sum(o.accepted for o in self.optimizers.values())
@@ -137,31 +188,36 @@ class RunState(_Record):
     def rejected_edits(self) -> int:
         return sum(o.rejected for o in self.optimizers.values())
 
+    def part(self, name: str, migrations: Sequence[Migration] = ()) -> dict[str, Any] | None:
+        """The add-on `name`'s part, upgraded by its `migrations` (None: it kept none)."""
+        stored = self.extensions.get(name)
+        if stored is None:
+            return None
+        what = f"extensions.{name}.version"
+        try:
+            return upgraded(dict(stored.data), stored.version, migrations, what)
+        except SchemaTooNew as e:
+            raise UserError(str(e), field=what) from None
+
+    def keep(self, name: str, data: dict[str, Any], migrations: Sequence[Migration] = ()) -> None:
+        """Store `data` as the add-on `name`'s part, at its current version."""
+        self.extensions[name] = AddOnState(version=len(migrations) + 1, data=data)
+
 
 def synergy_key(a: str, b: str) -> str:
     lo, hi = sorted((a, b))
     return f"{lo}|{hi}"
 
 
-class SchemaTooNew(Exception):
-    def __init__(self, found: int) -> None:
-        super().__init__(
-            f"schema_version {found} is newer than this moscopt understands ({SCHEMA_VERSION}); "
-            "upgrade moscopt"
-        )
-        self.found = found
-
-
-def migrate(data: dict[str, Any], migrations: list[Migration] | None = None) -> dict[str, Any]:
+def migrate(data: dict[str, Any], migrations: Sequence[Migration] | None = None) -> dict[str, Any]:
     """Apply the named migrations that take `data` to the current schema version."""
     migrations = MIGRATIONS if migrations is None else migrations
-    current = len(migrations) + 1
     version = int(data.get("schema_version", 1))
-    if version > current:
-        raise SchemaTooNew(version)
-    while version < current:
-        _name, step = migrations[version - 1]
-        data = step(dict(data))
-        version += 1
-        data["schema_version"] = version
+    data = upgraded(data, version, migrations, "schema_version")
+    data["schema_version"] = len(migrations) + 1
     return data
+
+
+def finish_migrations(state: RunState, facts: RunFacts) -> None:
+    """What the named steps leave for the run itself to finish on resume (`migrations.finish`)."""
+    finish(state, facts, MIGRATIONS)

@@ -18,7 +18,7 @@ from moscopt.config import load_config
 from moscopt.errors import UserError
 from moscopt.exports import export_run, open_export
 from moscopt.exports.memory import MEMORY_FILE, load_memory
-from moscopt.extensions.memory.params import MemoryState
+from moscopt.extensions.memory.params import NAME, MemoryState
 from moscopt.extensions.memory.tracker import MemorySettings
 from moscopt.extensions.memory.training import learn
 from moscopt.routing.gate import LLMGate
@@ -76,7 +76,7 @@ def test_export_carries_the_learned_memory_and_eval_halts_with_it(
 ) -> None:
     run, *_ = make_run(tmp_path, seed_dir)
     state = run.load_state()
-    state.memory = fitted
+    state.keep(NAME, fitted.model_dump(mode="json"))
     run.save(state)
     result = export_run(run_path=run.path, mode="mixture")
     assert MEMORY_FILE in result.files
@@ -132,7 +132,7 @@ def test_eval_gives_the_agent_the_learned_memory(
 
     run, *_ = make_run(tmp_path, seed_dir)
     state = run.load_state()
-    state.memory = fitted
+    state.keep(NAME, fitted.model_dump(mode="json"))
     run.save(state)
     exported = export_run(run_path=run.path, mode="mixture").out
     seen: list[dict[str, object]] = []

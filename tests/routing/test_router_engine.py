@@ -55,7 +55,7 @@ def test_familiarity_policy_routes_with_no_llm_call_and_explores_only_rolling_ou
     assert Recorder.built.count(True) == 12
     assert Recorder.built.count(False) == len(read_events(run.events.path, kinds={"validation"}))
     # the heads were trained and saved; every skill was tried
-    saved = run.load_state().router
+    saved = routing_engine.stored_router(run.load_state())
     assert saved is not None and saved["embedding_model"] == "hashing-256"
     assert saved["model"]["routed"] == len(rollouts)
     assert set(saved["model"]["allocated"]) == set(trainer.pool.names)
@@ -72,7 +72,7 @@ def test_an_interrupted_run_resumes_to_the_same_heads(
 ) -> None:
     ref, config, bench, sp, seeds, world = make_router_run(tmp_path / "ref", seed_dir)
     train_run(ref, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
-    reference = ref.load_state().router
+    reference = routing_engine.stored_router(ref.load_state())
 
     run, config, bench, sp, seeds, world = make_router_run(tmp_path / "crash", seed_dir)
     calls = 0
@@ -95,7 +95,7 @@ def test_an_interrupted_run_resumes_to_the_same_heads(
         )
     resumed = train_run(run, config, bench, sp, seeds, FakeLM(routes=trainer_routes(world)))
     assert resumed.state.status == "done"
-    assert run.load_state().router == reference
+    assert routing_engine.stored_router(run.load_state()) == reference
     assert len(read_events(run.events.path, kinds={"rollout"})) == len(
         read_events(ref.events.path, kinds={"rollout"})
     )

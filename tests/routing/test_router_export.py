@@ -12,6 +12,7 @@ import pytest
 from moscopt.errors import UserError
 from moscopt.exports import export_run, open_export
 from moscopt.exports.router import ROUTER_FILE, route_with_router
+from moscopt.routing.engine import stored_router
 from moscopt.routing.familiarity import FamiliarityModel
 from moscopt.routing.features import HashingEmbedder
 from moscopt.routing.specialization import run_specialization
@@ -49,8 +50,9 @@ def test_the_export_holds_the_mixture_and_the_heads_and_routes_as_the_run(
     from moscopt.run.rundir import RunDir
 
     state = RunDir.open(run_path).load_state()
-    assert state.router is not None
-    trained_model = FamiliarityModel.from_json(state.router["model"])
+    saved = stored_router(state)
+    assert saved is not None
+    trained_model = FamiliarityModel.from_json(saved["model"])
     embed = HashingEmbedder()
     for text in texts[:12]:
         activation = asyncio.run(router.select(text))

@@ -13,7 +13,9 @@ from typer.testing import CliRunner
 from moscopt.app.workspace import make_trainer
 from moscopt.cli import app
 from moscopt.extensions.memory.halting import HALTING_FEATURES
+from moscopt.extensions.memory.params import NAME as memory_part
 from moscopt.extensions.memory.params import MemoryState, ModelParams
+from moscopt.extensions.niches.records import NAME as niches_part
 from moscopt.extensions.niches.records import NicheState
 from moscopt.report.page import write_report
 from moscopt.report.summary import run_summary
@@ -43,10 +45,11 @@ def test_status_and_report_show_specialization_memory_and_channels(
         ece=0.04,
         accuracy=0.7,
     )
-    state.memory = MemoryState(halting=halting, rollouts=12)
+    state.keep(memory_part, MemoryState(halting=halting, rollouts=12).model_dump(mode="json"))
     names = run.load_pool(state).names
     giver, recipient = names[0], names[1]
-    state.niches = NicheState(source="field:family", routed={f"{giver}>{recipient}": 2})
+    niches = NicheState(source="field:family", routed={f"{giver}>{recipient}": 2})
+    state.keep(niches_part, niches.model_dump(mode="json"))
     run.save(state)
 
     data = run_summary(RunDir.open(run.path))

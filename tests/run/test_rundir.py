@@ -14,7 +14,7 @@ from moscopt.errors import UserError
 from moscopt.run.ledger import EditEvent, LLMCall
 from moscopt.run.ledger_read import read_events
 from moscopt.run.rundir import RunDir
-from moscopt.run.state import MIGRATIONS, SCHEMA_VERSION, RunState, migrate
+from moscopt.run.state import MIGRATIONS, SCHEMA_VERSION, Migration, RunState, migrate
 
 
 @pytest.fixture
@@ -105,8 +105,8 @@ def test_named_migrations_apply_in_order() -> None:
         return d
 
     steps = [
-        ("m002_rename_counter", rename),
-        ("m003_add_flag", lambda d: {**d, "flag": True}),
+        Migration("m002_rename_counter", rename),
+        Migration("m003_add_flag", lambda d: {**d, "flag": True}),
     ]
     out = migrate({"schema_version": 1, "counter": 4}, steps)
     assert out == {"schema_version": 3, "count": 4, "flag": True}

@@ -1,15 +1,26 @@
 """What the run state keeps of the memory gates and the halting controller: their fitted
 parameters with calibration, and the bounded buffers of examples they are refitted from.
 
-JSON only (`moscopt.run.state.RunState.memory`); a model whose feature names differ from the
-current code's is ignored (the untrained rule applies) until it is refitted.
+JSON only: the memory extension's part of the run state (`RunState.extensions["memory"]`,
+read by `stored_memory`); a model whose feature names differ from the current code's is ignored
+(the untrained rule applies) until it is refitted.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from moscopt.extensions.memory.learned import Calibration, Logistic
+
+if TYPE_CHECKING:
+    from moscopt.run.migrations import Migration
+    from moscopt.run.state import RunState
+
+NAME = "memory"  # its key in the run state's `extensions`
+# MIGRATIONS[i] upgrades the part's version i + 1 to i + 2. Append only.
+MIGRATIONS: list[Migration] = []
 
 
 class _Record(BaseModel):
@@ -59,3 +70,9 @@ class MemoryState(_Record):
     retrieval_examples: list[list[float]] = Field(default_factory=list)
     halting_examples: list[list[float]] = Field(default_factory=list)
     rollouts: int = 0  # rollouts learned from
+
+
+def stored_memory(state: RunState) -> MemoryState | None:
+    """The learned memory gates and halting a run state keeps (None: not fitted)."""
+    data = state.part(NAME, MIGRATIONS)
+    return None if data is None else MemoryState.model_validate(data)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from moscopt.extensions.memory.gates import RETRIEVAL_FEATURES, WRITE_FEATURES
 from moscopt.extensions.memory.halting import HALTING_FEATURES
 from moscopt.extensions.memory.learned import calibration, fit_logistic
-from moscopt.extensions.memory.params import MemoryState, ModelParams
+from moscopt.extensions.memory.params import MIGRATIONS, NAME, MemoryState, ModelParams
 from moscopt.optimizer.engine.extension import Extension
 
 if TYPE_CHECKING:
@@ -132,7 +132,21 @@ def learn(
 
 class MemoryExtension(Extension):
     """The engine extension: fit the gates and the halting controller on each minibatch's
-    rollouts (`learn`)."""
+    rollouts (`learn`); its part of the run state is the `MemoryState` (`params.NAME`), which
+    the agents the engine builds use."""
+
+    name = NAME
+    migrations = MIGRATIONS
+    memory: MemoryState | None = None
+
+    def attach(self, ctx: Context, saved: dict[str, Any] | None) -> None:
+        self.memory = None if saved is None else MemoryState.model_validate(saved)
+
+    def saved_state(self) -> dict[str, Any] | None:
+        return None if self.memory is None else self.memory.model_dump(mode="json")
+
+    def agent_options(self, ctx: Context) -> dict[str, Any]:
+        return {"memory": self.memory}
 
     async def after_rollouts(self, ctx: Context, rollouts: Sequence[Rollout]) -> None:
         if not any(_steps(r) for r in rollouts):
@@ -142,9 +156,7 @@ class MemoryExtension(Extension):
             task = ctx.tasks.get(task_id)
             return 0.0 if task is None else ctx.benchmark.grade(task, response).reward
 
-        ctx.state.memory = await asyncio.to_thread(
-            learn, ctx.state.memory, rollouts, grade, ctx.config
-        )
+        self.memory = await asyncio.to_thread(learn, self.memory, rollouts, grade, ctx.config)
 
 
 def wanted(config: Config) -> bool:

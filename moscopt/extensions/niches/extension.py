@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from moscopt.extensions.niches.hook import decided, pending_evidence
 from moscopt.extensions.niches.lifecycle_apply import lifecycle_cycle
 from moscopt.extensions.niches.observer import NicheObserver
-from moscopt.optimizer.engine.extension import Extension, Outcome
+from moscopt.extensions.niches.records import HoldsNiches
+from moscopt.optimizer.engine.extension import Outcome
 
 if TYPE_CHECKING:
     from moscopt.agent.harness import Rollout
@@ -18,9 +19,9 @@ if TYPE_CHECKING:
     from moscopt.optimizer.engine.context import Context
 
 
-class NichesExtension(Extension):
-    """`show_gold`: whether CODREAM sees a failure's expected answer (a stream sees only the
-    reward)."""
+class NichesExtension(HoldsNiches):
+    """Its part of the run state is the `NicheState` (`records.HoldsNiches`). `show_gold`:
+    whether CODREAM sees a failure's expected answer (a stream sees only the reward)."""
 
     def __init__(self, config: Config, *, show_gold: bool = True) -> None:
         self.observer = NicheObserver(config, show_gold=show_gold)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from moscopt.extensions.niches.records import Insight
+from moscopt.extensions.niches.records import Insight, live_niches
 from moscopt.run.ledger import TransferEvent, TransferOutcome
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ HEADER = (
 
 
 def _entry(ctx: Context, insight_id: str) -> Insight | None:
-    ns = ctx.state.niches
+    ns = live_niches(ctx)
     if ns is None:
         return None
     return next((e for e in ns.archive if e.id == insight_id), None)
@@ -34,7 +34,7 @@ def _entry(ctx: Context, insight_id: str) -> Insight | None:
 
 def pending_evidence(ctx: Context, name: str) -> tuple[str, tuple[str, ...]]:
     """(the evidence block, or "" when nothing waits for `name`; the insight ids in it)."""
-    ns = ctx.state.niches
+    ns = live_niches(ctx)
     if ns is None or not ns.pending.get(name):
         return "", ()
     lines, ids = [], []
@@ -51,7 +51,7 @@ def pending_evidence(ctx: Context, name: str) -> tuple[str, tuple[str, ...]]:
 
 def decided(ctx: Context, name: str, ids: tuple[str, ...], outcome: TransferOutcome) -> None:
     """Consume the insights `ids` shown to `name`'s proposal and record their `outcome`."""
-    ns = ctx.state.niches
+    ns = live_niches(ctx)
     if ns is None or not ids:
         return
     waiting = ns.pending.get(name, [])

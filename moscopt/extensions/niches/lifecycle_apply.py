@@ -17,6 +17,7 @@ from moscopt.extensions.niches.lifecycle import (
     plan_prune,
     plan_seed,
 )
+from moscopt.extensions.niches.records import live_niches
 from moscopt.optimizer.engine.validation import decision
 from moscopt.optimizer.evolve import Job, draft, pool_listing
 from moscopt.run.ledger import LifecycleEvent
@@ -74,10 +75,11 @@ async def apply_op(ctx: Context, validator: Validator, op: Op) -> bool:
     checkpoint = None
     if verdict.accepted:
         ctx.renew(old, pool, [child.name] if child is not None else [])
-        if s.niches is not None:
+        ns = live_niches(ctx)
+        if ns is not None:
             for name in removed:
-                s.niches.pending.pop(name, None)
-                s.niches.below.pop(name, None)
+                ns.pending.pop(name, None)
+                ns.below.pop(name, None)
         checkpoint = ctx.adopt(pool, verdict.candidate_score)
     ctx.record(
         LifecycleEvent(
@@ -111,7 +113,7 @@ async def lifecycle_cycle(ctx: Context, validator: Validator) -> None:
         lambda ns, names: plan_seed(ns, names, cfg, min_count),
     )
     for planner in planners:
-        ns = ctx.state.niches
+        ns = live_niches(ctx)
         if ns is None:
             return
         op = planner(ns, list(ctx.pool.names))
@@ -125,7 +127,7 @@ def examples(ctx: Context, niche: str, pool: Pool, *, failed: bool) -> str:
     from moscopt.extensions.niches.observer import NicheObserver
     from moscopt.optimizer.policies.edit_targets import SUCCESS
 
-    ns = ctx.state.niches
+    ns = live_niches(ctx)
     if ns is None:
         return "(none)"
     assigner = NicheObserver(ctx.config).assigner(ctx)

@@ -32,7 +32,14 @@ from moscopt.extensions.niches.codream import Trajectory, dream
 from moscopt.extensions.niches.competence import competence, observe
 from moscopt.extensions.niches.embed import Embedder, cosine, make_embedder
 from moscopt.extensions.niches.lifecycle import update_streaks
-from moscopt.extensions.niches.records import Insight, LastOutcome, NicheState, Routed
+from moscopt.extensions.niches.records import (
+    NAME,
+    HoldsNiches,
+    Insight,
+    LastOutcome,
+    NicheState,
+    Routed,
+)
 from moscopt.extensions.niches.routing import TransferRouting
 from moscopt.optimizer.policies.edit_targets import SUCCESS
 from moscopt.run.ledger import Dreamed, RolloutEvent, TransferEvent
@@ -62,9 +69,13 @@ class Session:
 
 
 def niche_state(ctx: Context) -> NicheState:
-    if ctx.state.niches is None:
-        ctx.state.niches = NicheState()
-    return ctx.state.niches
+    """The niche state of `ctx`'s niches extension, created empty on first use."""
+    holder = ctx.extension(NAME)
+    if not isinstance(holder, HoldsNiches):
+        raise LookupError("the niches extension is not attached")
+    if holder.niches is None:
+        holder.niches = NicheState()
+    return holder.niches
 
 
 class NicheObserver:

@@ -1,15 +1,28 @@
 """The run-state records of niches, competence, the experience archive and transfer.
 
-`NicheState` is one optional field of `RunState` (`state.niches`, None when niches are off), so
-it is saved with every `ctx.save()` and a resumed run continues from exactly what was learned.
-Plain JSON: no embeddings are stored (they are recomputed, and cached in the process).
+`NicheState` is the niches extension's part of the run state (`RunState.extensions["niches"]`,
+absent when niches are off or nothing was learned yet): `HoldsNiches` keeps it in the process
+(`live_niches`) and hands it to every `ctx.save()`, so a resumed run continues from exactly what
+was learned; `stored_niches` reads it from a saved state. Plain JSON: no embeddings are stored
+(they are recomputed, and cached in the process).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from moscopt.optimizer.engine.extension import Extension
+
+if TYPE_CHECKING:
+    from moscopt.optimizer.engine.context import Context
+    from moscopt.run.migrations import Migration
+    from moscopt.run.state import RunState
+
+NAME = "niches"  # its key in the run state's `extensions`
+# MIGRATIONS[i] upgrades the part's version i + 1 to i + 2. Append only.
+MIGRATIONS: list[Migration] = []
 
 
 class _Record(BaseModel):
@@ -81,3 +94,30 @@ class NicheState(_Record):
     cooldown: dict[str, int] = Field(default_factory=dict)
     below: dict[str, int] = Field(default_factory=dict)  # lifecycle: consecutive weak evaluations
     evaluations: dict[str, int] = Field(default_factory=dict)  # lifecycle: evaluations per skill
+
+
+class HoldsNiches(Extension):
+    """The niches extension's part of the run state (`NichesExtension` builds on it): the
+    `NicheState` of this process, None until something is learned."""
+
+    name = NAME
+    migrations = MIGRATIONS
+    niches: NicheState | None = None
+
+    def attach(self, ctx: Context, saved: dict[str, Any] | None) -> None:
+        self.niches = None if saved is None else NicheState.model_validate(saved)
+
+    def saved_state(self) -> dict[str, Any] | None:
+        return None if self.niches is None else self.niches.model_dump(mode="json")
+
+
+def live_niches(ctx: Context) -> NicheState | None:
+    """The niche state of the training process `ctx` (None: nothing learned, or niches off)."""
+    holder = ctx.extension(NAME)
+    return holder.niches if isinstance(holder, HoldsNiches) else None
+
+
+def stored_niches(state: RunState) -> NicheState | None:
+    """The niche state a saved run state keeps (None: niches off or nothing learned)."""
+    data = state.part(NAME, MIGRATIONS)
+    return None if data is None else NicheState.model_validate(data)

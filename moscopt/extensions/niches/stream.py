@@ -26,32 +26,37 @@ from moscopt.optimizer.engine.editing import Editor
 from moscopt.optimizer.engine.gate_phase import GatePhase
 from moscopt.optimizer.engine.skills_phase import SkillsPhase
 from moscopt.optimizer.engine.validation import Validator
-from moscopt.optimizer.policies.edit_budget import EditBudget
-from moscopt.optimizer.policies.edit_targets import EditTargets
 from moscopt.run.ledger import TrainStart
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Task
+    from moscopt.optimizer.engine.policies import Policies
 
 
 class Stream:
     """Runs (or resumes) the stream of `ctx` (its train split, in order)."""
 
     def __init__(
-        self, ctx: Context, *, window: int = 8, lifecycle_every: int = 5, memory_every: int = 10
+        self,
+        ctx: Context,
+        policies: Policies,
+        *,
+        window: int = 8,
+        lifecycle_every: int = 5,
+        memory_every: int = 10,
     ) -> None:
+        """`policies`: the engine's, with an edit budget over the stream's chunks."""
         self.ctx = ctx
         self.window, self.lifecycle_every, self.memory_every = window, lifecycle_every, memory_every
         opt = ctx.config.optimizer
         size = opt.batch or opt.minibatch
         order = list(ctx.splits.train)
         self.chunks: list[list[Task]] = [order[i : i + size] for i in range(0, len(order), size)]
-        budget = EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, len(self.chunks)))
         self.validator = Validator(ctx, first_sample=1)  # see `replay_on`
-        self.editor = Editor(ctx, self.validator, budget)
-        self.gate = GatePhase(ctx, self.validator, self.editor)
-        self.skills = SkillsPhase(ctx, self.editor, self.gate)
-        self.targets = EditTargets(ctx.config.optimizer.max_targets or ctx.config.pool.k)
+        self.editor = Editor(ctx, self.validator, policies.budget)
+        self.gate = GatePhase(ctx, self.validator, self.editor, policies.restoration)
+        self.skills = SkillsPhase(ctx, self.editor, self.gate, policies.targets)
+        self.targets = policies.targets
 
     @property
     def done(self) -> bool:

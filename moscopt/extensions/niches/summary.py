@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from moscopt.extensions.niches.competence import niches_of, specialization_index
+from moscopt.extensions.niches.records import stored_niches
 from moscopt.run.state import RunState
 
 
 def niche_summary(state: RunState, pool: Sequence[str]) -> dict[str, Any] | None:
     """The niches section of `status --json` (None when the run tracks no niches)."""
-    ns = state.niches
+    ns = stored_niches(state)
     if ns is None:
         return None
     niches = niches_of(ns)

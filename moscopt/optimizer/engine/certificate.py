@@ -137,7 +137,7 @@ async def _rewards(
         pool,
         ctx.router(pool, stats),
         ctx.config,
-        memory=ctx.state.memory if memory else None,
+        **(ctx.agent_options() if memory else {}),
     )
     with can_wait(ctx.config.llm.batch):
         rollouts = await run_tasks(

@@ -103,8 +103,20 @@ class Context:
     # -- extensions ------------------------------------------------------------------------------
 
     def attach(self, extension: Extension) -> None:
-        extension.attach(self)
+        saved = self.state.part(extension.name, extension.migrations) if extension.name else None
+        extension.attach(self, saved)
         self.extensions.append(extension)
+
+    def extension(self, name: str) -> Extension | None:
+        """The attached extension called `name`, if any."""
+        return next((e for e in self.extensions if e.name == name), None)
+
+    def agent_options(self) -> dict[str, Any]:
+        """The extensions' keyword arguments for the agents the engine builds."""
+        options: dict[str, Any] = {}
+        for extension in self.extensions:
+            options.update(extension.agent_options(self))
+        return options
 
     async def after_rollouts(self, rollouts: Sequence[Rollout]) -> None:
         for extension in self.extensions:
@@ -142,7 +154,7 @@ class Context:
             pool,
             self.router(pool, stats),
             self.config,
-            memory=self.state.memory,
+            **self.agent_options(),
         )
 
     def live_stats(self) -> GateStats:
@@ -218,6 +230,11 @@ class Context:
         return totals
 
     def save(self) -> None:
+        """Persist the state (with each extension's part, as it is now) and the pool."""
+        for extension in self.extensions:
+            data = extension.saved_state() if extension.name else None
+            if data is not None:
+                self.state.keep(extension.name, data, extension.migrations)
         self.state.totals = self.totals()
         self.run.save(self.state, self.pool)
 

@@ -18,22 +18,22 @@ from moscopt.core.evidence import routing_cases
 from moscopt.core.skills import GATE_NAME, Skill
 from moscopt.optimizer.engine.editing import Editor
 from moscopt.optimizer.engine.validation import Validator, decision
-from moscopt.optimizer.policies.gate_restoration import GateRestoration
 from moscopt.run.ledger import GateRestored
 
 if TYPE_CHECKING:
     from moscopt.optimizer.engine.context import Context
+    from moscopt.optimizer.policies.gate_restoration import GateRestoration
 
 
 class GatePhase:
-    def __init__(self, ctx: Context, validator: Validator, editor: Editor) -> None:
+    def __init__(
+        self, ctx: Context, validator: Validator, editor: Editor, restoration: GateRestoration
+    ) -> None:
         self.ctx = ctx
         self.validator = validator
         self.editor = editor
-        cfg = ctx.config.gating
-        self.restoration = GateRestoration(
-            cfg.rebuild_threshold, cfg.rebuild_window, list(ctx.state.gate_failure_rates)
-        )
+        self.restoration = restoration
+        restoration.history = list(ctx.state.gate_failure_rates)  # the window, as saved
 
     async def run(self) -> None:
         ctx = self.ctx

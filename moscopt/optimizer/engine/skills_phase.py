@@ -18,34 +18,39 @@ from moscopt.core.credit import Outcome, assign_credit
 from moscopt.core.skills import GATE_NAME
 from moscopt.optimizer.engine.editing import Editor
 from moscopt.optimizer.engine.gate_phase import GatePhase
-from moscopt.optimizer.policies.edit_targets import EditTargets
 from moscopt.run.ledger import RolloutEvent
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Task
+    from moscopt.config import Config
     from moscopt.optimizer.engine.context import Context
+    from moscopt.optimizer.policies.edit_targets import EditTargets
 
 RESPONSE_LOG_CHARS = 4000
 
 
 def batches(ctx: Context, epoch: int) -> list[list[Task]]:
     """The epoch's skill-editing minibatches (a fixed shuffle of the training split)."""
-    order = list(ctx.splits.train)
-    random.Random(f"{ctx.config.seed}:{epoch}").shuffle(order)
-    opt = ctx.config.optimizer
+    return minibatches(ctx.config, ctx.splits.train, epoch)
+
+
+def minibatches(config: Config, train: Sequence[Task], epoch: int) -> list[list[Task]]:
+    """`batches` of a config and a training split (what the application layer plans with)."""
+    order = list(train)
+    random.Random(f"{config.seed}:{epoch}").shuffle(order)
+    opt = config.optimizer
     size = opt.batch or opt.minibatch
     chunks = [order[i : i + size] for i in range(0, len(order), size)]
-    cap = ctx.config.training.max_steps_per_epoch
+    cap = config.training.max_steps_per_epoch
     return chunks[:cap] if cap else chunks
 
 
 class SkillsPhase:
-    def __init__(self, ctx: Context, editor: Editor, gate: GatePhase) -> None:
+    def __init__(self, ctx: Context, editor: Editor, gate: GatePhase, targets: EditTargets) -> None:
         self.ctx = ctx
         self.editor = editor
         self.gate = gate
-        cfg = ctx.config
-        self.targets = EditTargets(cfg.optimizer.max_targets or cfg.pool.k)
+        self.targets = targets
 
     async def run(self) -> None:
         ctx = self.ctx

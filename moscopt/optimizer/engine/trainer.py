@@ -22,9 +22,8 @@ from moscopt.optimizer.engine.evolution_phase import end_epoch, evolve
 from moscopt.optimizer.engine.gate_phase import GatePhase
 from moscopt.optimizer.engine.skills_phase import SkillsPhase, batches
 from moscopt.optimizer.engine.validation import Validator
-from moscopt.optimizer.policies.edit_budget import EditBudget
-from moscopt.run.ledger import Notice, RolloutEvent, TrainStart
-from moscopt.run.state import RunState, ScorePoint
+from moscopt.run.ledger import Notice, TrainStart
+from moscopt.run.state import RunFacts, RunState, ScorePoint, finish_migrations
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from moscopt.core.skills import Pool
     from moscopt.lm.base import LM
     from moscopt.optimizer.engine.extension import Extension
+    from moscopt.optimizer.engine.policies import Policies
     from moscopt.run.rundir import RunDir
 
 
@@ -41,8 +41,9 @@ class Trainer:
     """Runs (or resumes) the optimization stored in a run directory.
 
     Built by the application layer only (`moscopt.app.workspace.make_trainer`), which chooses
-    the `extensions` for the config. `state` is the run's saved state when the caller has read
-    it under the run's lock (else it is read); `seeds` is the seed library evolution may draw on.
+    the `policies` and the `extensions` for the config. `state` is the run's saved state when
+    the caller has read it under the run's lock (else it is read); `seeds` is the seed library
+    evolution may draw on.
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class Trainer:
         seeds: Pool,
         progress: ProgressFn | None = None,
         state: RunState | None = None,
+        policies: Policies,
         extensions: Sequence[Extension] = (),
     ) -> None:
         self.ctx = ctx = Context(
@@ -71,13 +73,10 @@ class Trainer:
             state=state,
             extensions=extensions,
         )
-        opt = ctx.config.optimizer
-        steps = ctx.config.training.epochs * len(batches(ctx, 0))
-        budget = EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, steps))
         self.validator = Validator(ctx)
-        self.editor = Editor(ctx, self.validator, budget)
-        self.gate = GatePhase(ctx, self.validator, self.editor)
-        self.skills = SkillsPhase(ctx, self.editor, self.gate)
+        self.editor = Editor(ctx, self.validator, policies.budget)
+        self.gate = GatePhase(ctx, self.validator, self.editor, policies.restoration)
+        self.skills = SkillsPhase(ctx, self.editor, self.gate, policies.targets)
 
     @property
     def state(self) -> RunState:
@@ -106,7 +105,7 @@ class Trainer:
     async def train(self) -> RunState:
         ctx, s = self.ctx, self.ctx.state
         ctx.run.rewind_events(s)
-        self._upgrade_v1()
+        finish_migrations(s, RunFacts(ctx.run.events_path, len(batches(ctx, 0))))
         s.status = "running"
         if ctx.cursor.best_val is None and s.epoch == 0:
             checkpoint = ctx.checkpoint(ctx.pool)
@@ -167,29 +166,6 @@ class Trainer:
         self.ctx.record(
             Notice(kind="sandbox", message=isolation_notice(cfg.agent.allow_unsandboxed))
         )
-
-    def _upgrade_v1(self) -> None:
-        """A run saved before the rollout index (state v1): index this epoch's rollouts once, and
-        count its skill-editing steps."""
-        ctx, s = self.ctx, self.ctx.state
-        if s.skill_steps is None:
-            done = s.epoch * len(batches(ctx, 0))
-            s.skill_steps = done + (ctx.cursor.batch if ctx.cursor.phase == "skills" else 0)
-        if ctx.cursor.indexed:
-            return
-        offsets, current = [], 0
-        with open(ctx.run.events_path, "rb") as f:
-            offset = 0
-            for line in f:
-                if b'"type": "rollout"' in line[:200]:
-                    event = RolloutEvent.model_validate_json(line)
-                    if event.epoch == s.epoch:
-                        offsets.append(offset)
-                        current += event.batch == ctx.cursor.batch
-                offset += len(line)
-        ctx.cursor.rollouts = offsets
-        ctx.cursor.batch_rollouts = current if ctx.cursor.credited else 0
-        ctx.cursor.indexed = True
 
 
 def initial_state(config: Config, pool: Pool, benchmark: str, splits: Splits) -> RunState:

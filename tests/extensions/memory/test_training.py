@@ -14,6 +14,7 @@ from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import Benchmark, get_benchmark
 from moscopt.config import load_config
 from moscopt.extensions.memory.halting import HALTING_FEATURES, HaltingController
+from moscopt.extensions.memory.params import MIGRATIONS, NAME, stored_memory
 from moscopt.extensions.memory.tracker import MemorySettings
 from moscopt.extensions.memory.training import describe, halting_examples, learn, usefulness
 from moscopt.run.rundir import RunDir
@@ -90,9 +91,11 @@ def test_learning_fits_all_three_models_deterministically(
 
 
 def test_learned_state_is_json_in_the_run_state(rollouts: list[Rollout], bench: Benchmark) -> None:
-    state = RunState(memory=learn(None, rollouts[:10], grade_with(bench), CONFIG))
+    memory = learn(None, rollouts[:10], grade_with(bench), CONFIG)
+    state = RunState()
+    state.keep(NAME, memory.model_dump(mode="json"), MIGRATIONS)
     back = RunState.model_validate_json(state.model_dump_json())
-    assert back.memory == state.memory
+    assert stored_memory(back) == memory
     json.loads(state.model_dump_json())  # plain JSON, no pickle
 
 
@@ -117,7 +120,7 @@ def test_the_trainer_learns_memory_online_and_saves_it(tmp_path: Path, seed_dir:
     )
     lm = scripted_lm()
     train_run(run, config, bench, sp, seeds, lm)
-    saved = RunDir.open(run.path).load_state().memory
+    saved = stored_memory(RunDir.open(run.path).load_state())
     assert saved is not None and saved.rollouts > 0 and saved.write_examples
 
 
@@ -137,4 +140,4 @@ def test_off_by_default_no_observer_no_trace(tmp_path: Path, seed_dir: Path) -> 
 
     assert not any(isinstance(o, MemoryExtension) for o in trainer.ctx.extensions)
     asyncio.run(trainer.train())
-    assert RunDir.open(run.path).load_state().memory is None
+    assert stored_memory(RunDir.open(run.path).load_state()) is None

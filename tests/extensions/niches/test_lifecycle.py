@@ -22,7 +22,7 @@ from moscopt.extensions.niches.lifecycle import (
     update_streaks,
 )
 from moscopt.extensions.niches.lifecycle_apply import lifecycle_cycle
-from moscopt.extensions.niches.records import NicheState
+from moscopt.extensions.niches.records import HoldsNiches, NicheState, live_niches
 from moscopt.optimizer.engine.context import Context
 from moscopt.optimizer.engine.validation import Validator
 from moscopt.run.ledger import LifecycleEvent
@@ -137,7 +137,9 @@ def context(world_run: Any) -> tuple[Context, FakeLM]:
         optimizer_lm=lm,
         seeds=w.seeds,
     )
-    ctx.state.niches = NicheState()
+    holder = HoldsNiches()
+    ctx.attach(holder)
+    holder.niches = NicheState()
     return ctx, lm
 
 
@@ -151,7 +153,7 @@ def events(ctx: Context) -> list[LifecycleEvent]:
 
 def test_each_operator_is_validated_and_recorded(world_run: Any) -> None:
     ctx, _ = context(world_run)
-    ns = ctx.state.niches
+    ns = live_niches(ctx)
     assert ns is not None
     ns.below["delta"] = 10  # prune delta: the others cover B as well
     profile(ns, "beta", {"A": 0.1, "B": 0.9})
@@ -178,7 +180,7 @@ def test_each_operator_is_validated_and_recorded(world_run: Any) -> None:
 
 def test_a_change_that_hurts_is_rejected(world_run: Any) -> None:
     ctx, _ = context(world_run)
-    ns = ctx.state.niches
+    ns = live_niches(ctx)
     assert ns is not None
     ns.below["alpha"] = 10  # alpha alone holds rule A: without it, niche A fails
     asyncio.run(lifecycle_cycle(ctx, Validator(ctx)))
@@ -190,7 +192,7 @@ def test_a_change_that_hurts_is_rejected(world_run: Any) -> None:
 
 def test_seed_adds_a_skill_for_an_uncovered_niche(world_run: Any) -> None:
     ctx, lm = context(world_run)
-    ns = ctx.state.niches
+    ns = live_niches(ctx)
     assert ns is not None
     profile(ns, "alpha", {"C": 0.1}, times=3)
     asyncio.run(lifecycle_cycle(ctx, Validator(ctx)))

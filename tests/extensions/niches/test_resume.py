@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from moscopt.extensions.niches.records import stored_niches
 from moscopt.lm.base import LMRequest
 from moscopt.lm.errors import LMUnavailableError
 from moscopt.run.ledger_read import read_events
@@ -32,7 +33,9 @@ def stopping_at(lm: FakeLM, call: int) -> FakeLM:
 def comparable(w: Any, state: Any) -> dict[str, Any]:
     """The niche state with log offsets replaced by what they point at (a resumed log may
     hold a line more, such as the notice of the stop)."""
-    ns = state.niches.model_dump()
+    stored = stored_niches(state)
+    assert stored is not None
+    ns = stored.model_dump()
 
     def at(offset: int) -> tuple[str, int, float]:
         (e,) = w.run.events.read_at([offset])

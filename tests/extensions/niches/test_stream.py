@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from moscopt.app.stream import STREAM_FILE
+from moscopt.extensions.niches.records import stored_niches
 from moscopt.routing.gate import schema_answer as gating_answer
 from moscopt.routing.gate import schema_ids
 from moscopt.run.ledger import RolloutEvent, Validation
@@ -101,7 +102,7 @@ def test_sigkill_at_events_written_then_resume_gives_the_same_stream(
         record = json.loads((path / STREAM_FILE).read_text())
         for key in ("accuracy", "running", "baselines", "by_niche"):
             assert record[key] == ref_record[key], (fraction, key)
-        ns, ref_ns = state.niches, ref_run.load_state().niches
+        ns, ref_ns = stored_niches(state), stored_niches(ref_run.load_state())
         assert ns is not None and ref_ns is not None
         assert (ns.competence, ns.routed, ns.adopted, ns.archive) == (
             ref_ns.competence,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from moscopt.extensions.niches.competence import observe
-from moscopt.extensions.niches.records import Insight, NicheState, Routed
+from moscopt.extensions.niches.records import NAME, Insight, NicheState, Routed
 from moscopt.extensions.niches.summary import niche_summary, summary_lines
 from moscopt.run.state import RunState
 
@@ -16,7 +16,9 @@ def test_the_summary_shows_competence_channels_and_specialization() -> None:
     ns.adopted = {"alpha>beta": 1}
     ns.archive = [Insight(id="i", kind="niche", niche="A", text="t")]
     ns.pending = {"gamma": [Routed(insight="i", giver="alpha", niche="A")]}
-    summary = niche_summary(RunState(niches=ns), ["alpha", "beta", "gamma"])
+    state = RunState()
+    state.keep(NAME, ns.model_dump(mode="json"))
+    summary = niche_summary(state, ["alpha", "beta", "gamma"])
     assert summary is not None
     assert summary["competence"] == {"alpha": {"A": [1.0, 1]}, "beta": {"B": [0.0, 1]}}
     assert summary["channels"] == [

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from moscopt.extensions.niches.hook import HEADER
+from moscopt.extensions.niches.records import live_niches, stored_niches
 from moscopt.run.ledger import Dreamed, EditEvent, TransferEvent
 from moscopt.run.ledger_read import read_events
 from moscopt.testing.niche_world import RULES
@@ -38,7 +39,7 @@ def test_rule_a_reaches_the_skills_weak_on_a_and_no_other(world_run: Any) -> Non
     assert set(a_routes) == {("alpha", "beta"), ("alpha", "gamma")}
     adopted = {(e.giver, e.recipient) for e in routed if e.outcome == "accepted"}
     assert {("alpha", "beta"), ("alpha", "gamma")} <= adopted
-    ns = trainer.state.niches
+    ns = live_niches(trainer.ctx)
     assert ns is not None and ns.adopted["alpha>beta"] == 1 and ns.adopted["alpha>gamma"] == 1
     # the rule entered through validated edits, as any edit does
     rule_edits = [
@@ -66,7 +67,7 @@ def test_without_transfer_nothing_flows_and_niche_a_stays_weak(world_run: Any) -
     )
     assert not any(p.startswith("codream") for p in w.lm.purposes)
     assert niche_accuracy(w.run, "A", 2) < 0.5
-    ns = trainer.state.niches
+    ns = live_niches(trainer.ctx)
     assert ns is not None and ns.competence["beta"]["A"].count > 0  # competence is still kept
 
 
@@ -81,7 +82,7 @@ def test_a_routed_insight_is_shown_to_the_next_proposal_then_consumed(world_run:
     assert proposals and all(
         f"from alpha] {RULES['A']}" in p for p in proposals if "name: beta" in p and "niche A" in p
     )
-    ns = trainer.state.niches
+    ns = live_niches(trainer.ctx)
     assert ns is not None
     decided = {
         (e.recipient, e.insight_id)
@@ -95,5 +96,5 @@ def test_a_routed_insight_is_shown_to_the_next_proposal_then_consumed(world_run:
 def test_niches_off_changes_nothing(world_run: Any) -> None:
     w = world_run(transfer=False, **{"niches.enabled": False, "training.epochs": 1})
     trainer = w.train()
-    assert trainer.state.niches is None
+    assert live_niches(trainer.ctx) is None and stored_niches(trainer.state) is None
     assert not any(p.startswith("codream") for p in w.lm.purposes)

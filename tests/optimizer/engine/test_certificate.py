@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from moscopt.app.workspace import make_trainer
 from moscopt.benchmarks import Splits, get_benchmark
 from moscopt.config import load_config
 from moscopt.core.skills import Pool
@@ -43,7 +44,7 @@ def start(tmp_path: Path, seed_dir: Path, sp: Splits, magic: bool = False, **ove
 
 
 def train(run: RunDir, config: Any, seeds: Pool, sp: Splits, lm: FakeLM) -> Trainer:
-    trainer = Trainer(
+    trainer = make_trainer(
         run=RunDir.open(run.path),
         config=config,
         benchmark=get_benchmark("offline"),
