@@ -7,7 +7,6 @@ from typing import Any
 
 from moscopt.app.project import Project
 from moscopt.core.skills import Pool
-from moscopt.extensions.memory.training import describe
 from moscopt.extensions.niches.summary import niche_summary
 from moscopt.routing.gate import constrained_gate
 from moscopt.run.history import History
@@ -74,6 +73,8 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     `edits` counts the logged edit decisions in one vocabulary (`run.outcomes`: accepted,
     rejected, unusable, not_applied), in all (also as `edits.by_status`) and per target.
     """
+    from moscopt.extensions.memory.training import describe  # imports the trainer: only here
+
     state = run.load_state()
     config = run.load_config()
     pool = run.load_pool(state)
