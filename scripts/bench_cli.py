@@ -21,7 +21,8 @@ counted even where PYTHONDONTWRITEBYTECODE is set.
    concurrency c, the median of `--process-repeat` runs of: `start` (spawn to the server's
    first request), `eval` (the first request to the last answer, as the server saw them),
    `end` (the last answer to the exit), `process` (spawn to exit) and `process - ideal`, where
-   ideal = ceil(tasks / c) x latency is the server's work alone.
+   ideal = ceil(tasks / c) x latency is the server's work alone; `cpu` is moscopt's user +
+   system CPU over the whole process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -65,10 +67,17 @@ def child_env(work: Path) -> dict[str, str]:
     return env
 
 
-def wall(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one run of `cmd`."""
+    cpu = child_cpu()
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, child_cpu() - cpu
 
 
 def startup(args: argparse.Namespace, work: Path, env: dict[str, str]) -> None:
@@ -82,13 +91,18 @@ def startup(args: argparse.Namespace, work: Path, env: dict[str, str]) -> None:
         ("moscopt eval --help", [py, "-m", "moscopt", "eval", "--help"]),
         ("moscopt status", [py, "-m", "moscopt", "status"]),
     ]
-    print(f"start-up: median of {args.repeat} runs (target < 0.3 s for --help and status)")
+    print(
+        f"start-up: median of {args.repeat} runs, wall and CPU (user + system; steadier under "
+        "load), target < 0.3 s for --help and status"
+    )
     for label, cmd in rows:
-        wall(cmd, project, env)  # compiles the bytecode, warms the file cache
-        times = [wall(cmd, project, env) for _ in range(args.repeat)]
+        timed(cmd, project, env)  # compiles the bytecode, warms the file cache
+        runs = [timed(cmd, project, env) for _ in range(args.repeat)]
+        walls = [w for w, _ in runs]
+        cpu = statistics.median(c for _, c in runs)
         print(
-            f"  {label:<22} {statistics.median(times) * 1e3:7.1f} ms"
-            f"  (min {min(times) * 1e3:.1f}, max {max(times) * 1e3:.1f})"
+            f"  {label:<22} wall {statistics.median(walls) * 1e3:6.1f} ms"
+            f" (min {min(walls) * 1e3:5.1f})  cpu {cpu * 1e3:6.1f} ms"
         )
 
 
@@ -140,10 +154,12 @@ def eval_once(server: Server, work: Path, env: dict[str, str], c: int) -> dict[s
     ]  # fmt: skip
     run_env = dict(env, MOSCOPT_CACHE_DIR=str(work / f"cache-{tag}"))  # every task a call
     server.reset()
+    cpu = child_cpu()
     spawned = time.time()
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=work, env=run_env, capture_output=True, text=True)
     process = time.perf_counter() - t0
+    cpu = child_cpu() - cpu
     exited = time.time()
     if done.returncode != 0:
         raise RuntimeError(f"moscopt eval failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -153,6 +169,7 @@ def eval_once(server: Server, work: Path, env: dict[str, str], c: int) -> dict[s
         "eval": s["last_done"] - s["first_arrival"],
         "end": exited - s["last_done"],
         "process": process,
+        "cpu": cpu,
         "calls": s["requests"],
     }
 
@@ -169,7 +186,7 @@ def whole_process(args: argparse.Namespace, work: Path, env: dict[str, str]) -> 
         )
         print(
             f"  {'conc':>4} {'ideal s':>8} {'start s':>8} {'eval s':>7} {'end s':>6} "
-            f"{'process s':>9} {'process - ideal s':>17} {'calls':>6}"
+            f"{'process s':>9} {'process - ideal s':>17} {'cpu s':>6} {'calls':>6}"
         )
         for c in args.concurrency:
             ideal = math.ceil(args.tasks / c) * args.latency
@@ -177,7 +194,8 @@ def whole_process(args: argparse.Namespace, work: Path, env: dict[str, str]) -> 
             m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             print(
                 f"  {c:4d} {ideal:8.2f} {m['start']:8.3f} {m['eval']:7.2f} {m['end']:6.3f} "
-                f"{m['process']:9.2f} {m['process'] - ideal:17.2f} {int(m['calls']):6d}"
+                f"{m['process']:9.2f} {m['process'] - ideal:17.2f} {m['cpu']:6.2f} "
+                f"{int(m['calls']):6d}"
             )
     finally:
         server.stop()

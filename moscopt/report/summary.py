@@ -73,8 +73,6 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     `edits` counts the logged edit decisions in one vocabulary (`run.outcomes`: accepted,
     rejected, unusable, not_applied), in all (also as `edits.by_status`) and per target.
     """
-    from moscopt.extensions.memory.training import describe  # imports the trainer: only here
-
     state = run.load_state()
     config = run.load_config()
     pool = run.load_pool(state)
@@ -118,7 +116,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         ),
         "niches": niche_summary(state, pool.names),
         "specialization": _specialization(run) if state.router is not None else None,
-        "memory": describe(state.memory) if state.memory is not None else None,
+        "memory": _memory(state.memory) if state.memory is not None else None,
         "halting": _halting(run, state) if config.memory.halting.enabled else None,
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),
@@ -127,6 +125,12 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "certificate": _certificate(run, history),
         "export_warnings": _export_warnings(run),
     }
+
+
+def _memory(memory: Any) -> list[str]:
+    from moscopt.extensions.memory.training import describe  # imports the trainer: only here
+
+    return describe(memory)
 
 
 def _halting(run: RunDir, state: Any) -> dict[str, Any]:
