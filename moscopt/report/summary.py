@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from moscopt.app.project import Project
-from moscopt.core.skills import Pool
-from moscopt.extensions.niches.summary import niche_summary
-from moscopt.routing.gate import constrained_gate
-from moscopt.run.history import History
-from moscopt.run.outcomes import outcome_counts
-from moscopt.run.rundir import RunDir
+if TYPE_CHECKING:  # a run's models are imported only for a run: `status` of a project is fast
+    from moscopt.app.project import Project
+    from moscopt.core.skills import Pool
+    from moscopt.run.history import History
+    from moscopt.run.rundir import RunDir
 
 
 def _skill_rows(pool: Pool, q: dict[str, float], act: dict[str, int]) -> list[dict[str, Any]]:
@@ -33,6 +31,8 @@ def _edit_counts(history: History) -> dict[str, Any]:
     for e in history.edits:
         per = by_target.setdefault(e.target, {})
         per[e.status] = per.get(e.status, 0) + 1
+    from moscopt.run.outcomes import outcome_counts
+
     counts = outcome_counts(history.edits)
     return {**counts, "by_status": counts, "by_target": by_target}
 
@@ -73,6 +73,10 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     `edits` counts the logged edit decisions in one vocabulary (`run.outcomes`: accepted,
     rejected, unusable, not_applied), in all (also as `edits.by_status`) and per target.
     """
+    from moscopt.extensions.niches.summary import niche_summary
+    from moscopt.routing.gate import constrained_gate
+    from moscopt.run.history import History
+
     state = run.load_state()
     config = run.load_config()
     pool = run.load_pool(state)
@@ -192,6 +196,8 @@ def project_summary(project: Project) -> dict[str, Any]:
     pool = project.load_pool()
     runs = []
     if project.runs_dir.is_dir():
+        from moscopt.run.rundir import RunDir
+
         for folder in sorted(project.runs_dir.iterdir()):
             if (folder / "state.json").is_file():
                 try:
