@@ -12,6 +12,14 @@ if TYPE_CHECKING:  # a run's models are imported only for a run: `status` of a p
     from moscopt.run.rundir import RunDir
 
 
+def describe(memory: Any) -> list[str]:
+    """The execution memory's lines (`extensions.memory.training.describe`), imported only for a
+    run that has one: it imports the trainer."""
+    from moscopt.extensions.memory import training
+
+    return training.describe(memory)
+
+
 def _skill_rows(pool: Pool, q: dict[str, float], act: dict[str, int]) -> list[dict[str, Any]]:
     return [
         {
@@ -27,12 +35,12 @@ def _skill_rows(pool: Pool, q: dict[str, float], act: dict[str, int]) -> list[di
 
 def _edit_counts(history: History) -> dict[str, Any]:
     """Edit decisions as logged (`run.outcomes`): in all, and per target (skill or gate)."""
+    from moscopt.run.outcomes import outcome_counts
+
     by_target: dict[str, dict[str, int]] = {}
     for e in history.edits:
         per = by_target.setdefault(e.target, {})
         per[e.status] = per.get(e.status, 0) + 1
-    from moscopt.run.outcomes import outcome_counts
-
     counts = outcome_counts(history.edits)
     return {**counts, "by_status": counts, "by_target": by_target}
 
@@ -120,7 +128,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         ),
         "niches": niche_summary(state, pool.names),
         "specialization": _specialization(run) if state.router is not None else None,
-        "memory": _memory(state.memory) if state.memory is not None else None,
+        "memory": describe(state.memory) if state.memory is not None else None,
         "halting": _halting(run, state) if config.memory.halting.enabled else None,
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),
@@ -129,12 +137,6 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "certificate": _certificate(run, history),
         "export_warnings": _export_warnings(run),
     }
-
-
-def _memory(memory: Any) -> list[str]:
-    from moscopt.extensions.memory.training import describe  # imports the trainer: only here
-
-    return describe(memory)
 
 
 def _halting(run: RunDir, state: Any) -> dict[str, Any]:
