@@ -14,7 +14,9 @@ counted even where PYTHONDONTWRITEBYTECODE is set.
 1. Start-up: the median wall time of `--repeat` runs of `python -c pass` (the interpreter),
    `moscopt --help`, `moscopt eval --help` and `moscopt status` (in a fresh `moscopt init`
    project).
-2. An evaluation, as a user gets it: `moscopt eval` of `--tasks` additions (`--split all`, the
+2. Process start to first request: `start` of a 1-task evaluation (below), median of
+   `--repeat` runs, with the CPU the process used in all (steadier than wall time under load).
+3. An evaluation, as a user gets it: `moscopt eval` of `--tasks` additions (`--split all`, the
    default mode `none`, the response cache on, a fresh cache for each run so every task is a
    call) against a loopback OpenAI-compatible fake server in its own process
    (`python -m moscopt.testing.fake_server`, `--latency` seconds per answer). For each
@@ -143,14 +145,16 @@ def write_tasks(work: Path, n: int) -> None:
     (work / "sums.yaml").write_text(SPEC % (train, val, n - train - val))
 
 
-def eval_once(server: Server, work: Path, env: dict[str, str], c: int) -> dict[str, float]:
+def eval_once(
+    server: Server, work: Path, env: dict[str, str], c: int, *flags: str
+) -> dict[str, float]:
     """One `moscopt eval` against `server`: its phases in seconds (see the module docstring)."""
     tag = time.monotonic_ns()
     cmd = [
         sys.executable, "-m", "moscopt", "eval", "--benchmark", str(work / "sums.yaml"),
         "--data", str(work / "sums.jsonl"), "--split", "all", "--model", "openai/fake",
         "--api-base", server.url, "--concurrency", str(c), "--json",
-        "--out", str(work / f"out-{tag}.jsonl"),
+        "--out", str(work / f"out-{tag}.jsonl"), *flags,
     ]  # fmt: skip
     run_env = dict(env, MOSCOPT_CACHE_DIR=str(work / f"cache-{tag}"))  # every task a call
     server.reset()
@@ -179,6 +183,13 @@ def whole_process(args: argparse.Namespace, work: Path, env: dict[str, str]) -> 
     server = Server(args.latency, env)
     try:
         eval_once(server, work, env, max(args.concurrency))  # unmeasured: writes the bytecode
+        first = [eval_once(server, work, env, 1, "--limit", "1") for _ in range(args.repeat)]
+        print(
+            f"\nprocess start to first request, `moscopt eval` of 1 task, median of {args.repeat} "
+            f"runs (target <= 0.3 s): {statistics.median(r['start'] for r in first):.3f} s "
+            f"(min {min(r['start'] for r in first):.3f}); the process's CPU (imports, set-up, "
+            f"the call, exit) {statistics.median(r['cpu'] for r in first):.3f} s"
+        )
         print(
             f"\nmoscopt eval of {args.tasks} tasks, server latency {args.latency * 1e3:.0f} ms, "
             f"median of {args.process_repeat} runs (targets: start <= 0.3 s, "
