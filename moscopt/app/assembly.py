@@ -155,14 +155,17 @@ def open_lms(
     """
     from moscopt.lm import Budget, build_lm
     from moscopt.lm.cache import RECORD_FILE, shared_cache_dir
-    from moscopt.run.ledger import CallSink
 
     check_models(config, roles)
     budget = Budget(config.llm.max_calls, config.llm.max_cost, calls=used_calls, cost=used_cost)
     # The response cache is the project's, shared by its runs; the run records what it used.
     cache_dir = shared_cache_dir(config.llm, run_path=run.path if run is not None else None)
     record = run.cache_dir / RECORD_FILE if run is not None else None
-    events = CallSink(run.events) if (run is not None and log_events) else None
+    events = None
+    if run is not None and log_events:
+        from moscopt.run.ledger import CallSink  # the run's event models: only when logging
+
+        events = CallSink(run.events)
     built: list[LM] = []
     try:
         agent = build_lm(

@@ -29,14 +29,15 @@ from moscopt.core.skills import Pool
 from moscopt.errors import UserError
 from moscopt.routing.build import gate_stats, make_router
 from moscopt.run.fsio import atomic_write_text
-from moscopt.run.rundir import RunDir
 
 if TYPE_CHECKING:
     from moscopt.agent.evaluate import EvalResult
     from moscopt.agent.harness import Rollout
     from moscopt.benchmarks import Benchmark, Splits, Task
+    from moscopt.exports import Deployment
     from moscopt.routing.gate import GateStats
     from moscopt.run.ledger import CertificateEvent
+    from moscopt.run.rundir import RunDir
     from moscopt.run.state import RunState
 
 # Flags that may change when a run resumes (operational); anything else must match the frozen
@@ -109,6 +110,8 @@ def resume(
 
     Everything happens under the run's lock, so a second process changes nothing.
     """
+    from moscopt.run.rundir import RunDir
+
     run = RunDir.open(run_path)
     with run.locked():
         frozen = run.load_config()
@@ -269,7 +272,6 @@ def evaluate(
     `export_path`, else the run's `exports/<mode>/`. An existing `out` is overwritten only
     with `force` (the default file, in the run or here, always is)."""
     from moscopt.agent.evaluate import evaluate as run_eval
-    from moscopt.exports import Deployment, open_export, open_run_export
     from moscopt.lm.batch import can_wait, wave_concurrency
 
     if mode not in ("none", "mixture", "static", "topq", "distilled", "router", "agents"):
@@ -280,12 +282,19 @@ def evaluate(
     if split not in ("train", "val", "test", "all"):  # before any data is loaded
         raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
     reps: int | str = "auto" if repeats == "auto" else _positive(repeats)
-    run = RunDir.open(run_path) if run_path is not None else None
-    state: RunState | None = run.load_state() if run is not None else None
+    run: RunDir | None = None
+    state: RunState | None = None
+    if run_path is not None:  # the run's models are imported only for a run
+        from moscopt.run.rundir import RunDir
+
+        run = RunDir.open(run_path)
+        state = run.load_state()
     # The deployment: an export folder (--export), the run's own export (static, distilled),
     # or the run's / a folder's pool (mixture).
     deployment: Deployment | None = None
     if mode != "none" and export_path is not None:
+        from moscopt.exports import open_export
+
         deployment = open_export(export_path, mode)
     elif mode in ("static", "topq", "distilled", "router", "agents"):
         if run is None:
@@ -293,6 +302,8 @@ def evaluate(
                 f"--mode {mode} needs --run DIR (with a {mode} export) or --export PATH",
                 field="mode",
             )
+        from moscopt.exports import open_run_export
+
         deployment = open_run_export(run, mode)
     default_bench = state.benchmark if state else None
     if deployment is not None:

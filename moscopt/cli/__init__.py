@@ -1,25 +1,9 @@
-"""The `moscopt` command line: one thin module per command."""
+"""The `moscopt` command line: one thin module per command, imported when it runs."""
 
 from __future__ import annotations
 
 from typing import NoReturn
 
-from moscopt.cli import (  # noqa: F401  (importing a module registers its command)
-    ablate,
-    benchmarks,
-    compare,
-    diff,
-    eval,
-    export,
-    init,
-    log,
-    plan,
-    report,
-    route,
-    status,
-    stream,
-    train,
-)
 from moscopt.cli.app import app
 
 

@@ -1,22 +1,40 @@
 """The typer application and the translation of moscopt errors into exit codes.
 
-Command modules import only typer and the standard library at import time, so that
-`moscopt --help` stays fast; the library is imported inside each command.
+A command's module is imported only when the command runs (`moscopt.cli.lazy`); command modules
+import only typer and the standard library at import time, and the library inside the command,
+so that `moscopt --help` and a command's start stay fast.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
+from moscopt.cli.lazy import COMMANDS, LazyCommands
 from moscopt.errors import MoscoptError, UserError
 
 
 class MoscoptGroup(TyperGroup):
-    """Turns a `UserError` into one line on stderr and exit code 2, other moscopt errors into 1."""
+    """Loads a command when it is looked up; turns a `UserError` into one line on stderr and
+    exit code 2, other moscopt errors into 1."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = LazyCommands(self.commands, load_command)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The list of commands in `--help`, from their summaries: no command is imported."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [
+            (name, TyperCommand(name, help=summary).get_short_help_str(limit))
+            for name, (_, summary) in COMMANDS.items()
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -55,3 +73,14 @@ def _root(
     ),
 ) -> None:
     """Optimize an LLM agent's pool of Markdown skills and its gating skill (MOSCOPT)."""
+
+
+def load_command(name: str) -> Any:
+    """The click command `name`, built from its typer registration (its module is imported)."""
+    importlib.import_module(f"moscopt.cli.{COMMANDS[name][0]}")  # registers it on `app`
+    info = next(c for c in app.registered_commands if c.name == name)
+    return typer.main.get_command_from_info(
+        info,
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )

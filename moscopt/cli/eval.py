@@ -48,10 +48,11 @@ def eval_cmd(
     from moscopt.app import runner
     from moscopt.app.project import open_project
     from moscopt.config import load_config
-    from moscopt.run.rundir import RunDir
 
     flags, json_out = opts.overrides(), opts.json_out
     if run is not None:
+        from moscopt.run.rundir import RunDir
+
         cfg = load_config(RunDir.open(run).config_path, flags)
     else:
         cfg = open_project(opts.config, flags).config

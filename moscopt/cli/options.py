@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
-import yaml
 
 from moscopt.errors import UserError
 
@@ -122,6 +121,8 @@ def check_flags(values: dict[str, Any], names: dict[str, str]) -> None:
 
 def parse_settings(items: list[str]) -> dict[str, Any]:
     """`key=value` pairs; each value is read as YAML (`3`, `true`, `[a, b]`, `null`)."""
+    import yaml
+
     out: dict[str, Any] = {}
     for item in items:
         key, eq, raw = item.partition("=")

@@ -29,14 +29,18 @@ def status_cmd(
     from moscopt.app.project import open_project
     from moscopt.errors import UserError
     from moscopt.report.summary import project_summary, run_summary
-    from moscopt.run.history import latest_run
-    from moscopt.run.rundir import RunDir
 
     if run is not None and project:
         raise UserError("--run and --project show different things: pass one", field="project")
     if run is None and not project:
-        run = latest_run(open_project(config).runs_dir)  # None before the first run
+        runs_dir = open_project(config).runs_dir
+        if runs_dir.is_dir():  # none before the first run: the run's models stay unimported
+            from moscopt.run.history import latest_run
+
+            run = latest_run(runs_dir)  # None if no run has started
     if run is not None:
+        from moscopt.run.rundir import RunDir
+
         data = run_summary(RunDir.open(run))
     else:
         data = project_summary(open_project(config))
@@ -58,10 +62,10 @@ def _render(d: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from moscopt.run.rundir import RESUMABLE
-
     console = Console(highlight=False)
     if "run" in d:
+        from moscopt.run.rundir import RESUMABLE
+
         console.print(  # soft wrap: a long path is never broken mid-name
             f"[bold]run[/] {d['run']}  ({d['status']}, benchmark {d['benchmark'] or '-'})",
             soft_wrap=True,

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from moscopt.app.project import Project
-from moscopt.core.skills import Pool
-from moscopt.extensions.memory.params import stored_memory
-from moscopt.extensions.memory.training import describe
-from moscopt.extensions.niches.summary import niche_summary
-from moscopt.routing.engine import stored_router
-from moscopt.routing.gate import constrained_gate
-from moscopt.run.history import History
-from moscopt.run.outcomes import outcome_counts
-from moscopt.run.rundir import RunDir
+if TYPE_CHECKING:  # a run's models are imported only for a run: `status` of a project is fast
+    from moscopt.app.project import Project
+    from moscopt.core.skills import Pool
+    from moscopt.run.history import History
+    from moscopt.run.rundir import RunDir
+
+
+def describe(memory: Any) -> list[str]:
+    """The execution memory's lines (`extensions.memory.training.describe`), imported only for a
+    run that has one: it imports the trainer."""
+    from moscopt.extensions.memory import training
+
+    return training.describe(memory)
 
 
 def _skill_rows(pool: Pool, q: dict[str, float], act: dict[str, int]) -> list[dict[str, Any]]:
@@ -32,6 +35,8 @@ def _skill_rows(pool: Pool, q: dict[str, float], act: dict[str, int]) -> list[di
 
 def _edit_counts(history: History) -> dict[str, Any]:
     """Edit decisions as logged (`run.outcomes`): in all, and per target (skill or gate)."""
+    from moscopt.run.outcomes import outcome_counts
+
     by_target: dict[str, dict[str, int]] = {}
     for e in history.edits:
         per = by_target.setdefault(e.target, {})
@@ -76,6 +81,12 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     `edits` counts the logged edit decisions in one vocabulary (`run.outcomes`: accepted,
     rejected, unusable, not_applied), in all (also as `edits.by_status`) and per target.
     """
+    from moscopt.extensions.memory.params import stored_memory
+    from moscopt.extensions.niches.summary import niche_summary
+    from moscopt.routing.engine import stored_router
+    from moscopt.routing.gate import constrained_gate
+    from moscopt.run.history import History
+
     state = run.load_state()
     config = run.load_config()
     pool = run.load_pool(state)
@@ -189,6 +200,8 @@ def project_summary(project: Project) -> dict[str, Any]:
     pool = project.load_pool()
     runs = []
     if project.runs_dir.is_dir():
+        from moscopt.run.rundir import RunDir
+
         for folder in sorted(project.runs_dir.iterdir()):
             if (folder / "state.json").is_file():
                 try:

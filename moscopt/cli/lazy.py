@@ -1,0 +1,110 @@
+"""The commands of `moscopt`, each imported only when it runs.
+
+`COMMANDS` names every command, in the order `moscopt --help` lists them, with the module that
+defines it and its summary (the first sentence of its help, which the list shows, shortened to
+the terminal's width). `moscopt eval ...` imports `moscopt.cli.eval` and nothing of the other
+commands; `moscopt --help` imports none of them (tests/cli/test_lazy_commands.py checks that
+each summary is the first sentence of its command's help).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
+
+# name -> (module under moscopt.cli, summary)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ablate": (
+        "ablate",
+        "Run the full method and each ablation (Tables 2 and 3) at one call budget over seeds; "
+        "rerun the same command to continue a study that stopped.",
+    ),
+    "benchmarks": (
+        "benchmarks",
+        "List the built-in benchmarks and where their data comes from.",
+    ),
+    "compare": (
+        "compare",
+        "Compare MOSCOPT with another optimizer at the same call budget over seeds (GEPA gets "
+        "the calls the full method made, at most the budget); rerun to continue.",
+    ),
+    "log": ("log", "History of edits with before/after scores and reasons."),
+    "diff": (
+        "diff",
+        "Unified diff of a skill's SKILL.md between two steps (default: from the start of the "
+        "run to now).",
+    ),
+    "eval": ("eval", "Evaluate the no-skill baseline or a skill pool on a benchmark split."),
+    "export": (
+        "export",
+        "Export a run for deployment: mixture (skills + gate), static (a routing table, no gate "
+        "call), topq (the paper's static mode: the K skills of highest Q for every task), "
+        "distilled (one SKILL.md merging the top skills, validated), router (the mixture and "
+        "the familiarity router's heads: no gate call) or agents (for Agent Skills agents: the "
+        "routing in the descriptions and a skill-router skill).",
+    ),
+    "init": (
+        "init",
+        "Scaffold a project: moscopt.yaml, skills/ (the seed library, gate included), .gitignore.",
+    ),
+    "plan": (
+        "plan",
+        "Expected calls, tokens, cost and time per phase of `moscopt train`, and the calls it "
+        "may not exceed; from the config, the splits and one pilot minibatch (real calls, "
+        "cached).",
+    ),
+    "report": (
+        "report",
+        "Write a Markdown/HTML report: settings and totals, a learning-curve plot (PNG next to "
+        "the report), best validation score per epoch, evaluated modes (from `moscopt eval "
+        "--run`), every edit and evolution cycle, and the final Q-scores.",
+    ),
+    "route": (
+        "route",
+        "Show the skills the gate (mixture) or the routing table (static) activates for TASK.",
+    ),
+    "status": (
+        "status",
+        "Show Q-scores, activations, synergy, edits and cost of a run (by default the "
+        "project's latest); with --project, or before the first run, the project's seed pool "
+        "and runs.",
+    ),
+    "stream": (
+        "stream",
+        "Learn on a stream of tasks: each answered once by the current pool, whose credit, "
+        "niches, insight transfer and lifecycle update online (no validation split).",
+    ),
+    "train": ("train", "Optimize the skill pool and the gate on a benchmark with MOSCOPT."),
+}
+
+
+class LazyCommands(MutableMapping[str, Any]):
+    """A group's commands by name: every name of `COMMANDS` is listed, and a command is built
+    by `load(name)` (which imports its module) the first time it is looked up."""
+
+    def __init__(self, built: MutableMapping[str, Any], load: Callable[[str], Any]) -> None:
+        self._built = dict(built)  # commands already registered when the group was made
+        self._load = load
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._built[name] = self._load(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from COMMANDS
+        yield from (name for name in self._built if name not in COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS) + sum(name not in COMMANDS for name in self._built)
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or name in self._built
