@@ -28,7 +28,6 @@ ADD_ONS = (
     "moscopt.routing.familiarity",
     "moscopt.routing.router",
     "moscopt.routing.features",
-    "moscopt.routing.packing",
     "moscopt.app",
 )
 CONSTRUCTORS = {

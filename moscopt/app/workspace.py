@@ -58,6 +58,7 @@ def make_trainer(
 
     if seeds is None:
         seeds = Pool.load(seed_skills_dir(), require_gate=True)
+    preload_embeddings(config, run)
     return Trainer(
         run=run,
         config=config,
@@ -97,6 +98,7 @@ def make_stream(
 
     if seeds is None:
         seeds = Pool.load(seed_skills_dir(), require_gate=True)
+    preload_embeddings(config, run)
     ctx = Context(
         run=run,
         config=config,
@@ -109,3 +111,33 @@ def make_stream(
         extensions=extensions_for(config, stream=True),
     )
     return Stream(ctx, window=window, lifecycle_every=lifecycle_every, memory_every=memory_every)
+
+
+def embedding_models(config: Config) -> list[str]:
+    """The embedding models a run of `config` uses: evolution's diversity check, the familiarity
+    router, the niches and the execution memory, where each is on."""
+    from moscopt.extensions.memory.tracker import MemorySettings
+
+    evolution = config.evolution.embedding_model
+    names = [evolution] if config.evolution.enabled else []
+    if config.gating.policy in ("familiarity", "hybrid"):
+        names.append(config.router.embedding_model)
+    if config.niches.enabled or config.niches.transfer:
+        names.append(config.niches.embedding_model or evolution)
+    if MemorySettings.from_config(config.memory).tracking:
+        names.append(config.memory.embedding_model or evolution)
+    return names
+
+
+def preload_embeddings(config: Config, run: RunDir) -> list[str]:
+    """Start loading the run's embedding models in the background now, so that the first
+    vector (the diversity check at the end of the first epoch) does not wait for seconds of
+    imports; their vectors go to the project's vector store, beside the response cache.
+    Returns the models started (none for hashing or difflib, or without the extra)."""
+    from moscopt.embedding import preload
+    from moscopt.lm.cache import shared_cache_dir
+
+    names = embedding_models(config)
+    if not names:
+        return []
+    return preload(names, shared_cache_dir(config.llm, run_path=run.path))

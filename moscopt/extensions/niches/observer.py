@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from moscopt.core.evidence import active
+from moscopt.embedding import Embedder, cosine, make_embedder
 from moscopt.extensions.niches.archive import Archive, insight_id
 from moscopt.extensions.niches.assign import NicheAssigner, niche_key
 from moscopt.extensions.niches.codream import Trajectory, dream
 from moscopt.extensions.niches.competence import competence, observe
-from moscopt.extensions.niches.embed import Embedder, cosine, make_embedder
 from moscopt.extensions.niches.lifecycle import update_streaks
 from moscopt.extensions.niches.records import Insight, LastOutcome, NicheState, Routed
 from moscopt.extensions.niches.routing import TransferRouting
@@ -239,7 +239,7 @@ class NicheObserver:
             ctx.tasks[t.failed.task_id].prompt,
             *(ctx.tasks[e.task_id].prompt for _, e in found),
         ]
-        vectors = self.embedder.embed(texts)
+        vectors = self.embedder.encode_many(texts)
         rank = sorted(
             range(len(found)),
             key=lambda i: (

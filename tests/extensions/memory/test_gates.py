@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from moscopt.extensions.niches.embed import HashingEmbedder
+
 from moscopt.extensions.memory.gates import WRITE_FEATURES, RetrievalGate, WriteGate
 from moscopt.extensions.memory.learned import Logistic
 from moscopt.extensions.memory.records import (
@@ -11,7 +13,6 @@ from moscopt.extensions.memory.records import (
     conclusion_of,
     confidence_of,
 )
-from moscopt.extensions.niches.embed import HashingEmbedder
 
 EMBED = HashingEmbedder()
 

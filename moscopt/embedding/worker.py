@@ -1,0 +1,153 @@
+"""`SentenceEmbedder`: a sentence-transformers model that loads and runs in a process of its own.
+
+Importing sentence-transformers, transformers and torch takes seconds (11-14 s measured on a
+loaded 2-core machine) and, in a thread, holds the interpreter's lock for long stretches: an
+event loop driving LLM calls beside it stalled for up to 350 ms at a time (0.2 s median, 1.4 s
+in all over one load; in a child process 0.7 s, the CPU it takes from a busy machine). So the
+model lives in a child process (`serve`), started by `start()` (a run calls it when it begins,
+`moscopt.embedding.shared.preload`) or by the first `encode_many`, and loads there at once;
+`encode_many` sends the texts down a pipe and waits for their vectors. torch runs there with
+the cores idle when it loads (`moscopt.lm.local.resolve_threads`), or `threads`.
+
+With a `store` (`moscopt.embedding.store.VectorStore`), vectors already computed for the model
+are read from disk and only the rest are sent to the model: a rerun that meets only known texts
+never starts the process. The process is a daemon: it ends with its parent (or on `close`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from moscopt.embedding.base import MINILM, EmbedderUnavailable
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+    from moscopt.embedding.base import Vector
+    from moscopt.embedding.store import VectorStore
+
+
+class SentenceEmbedder:
+    """See the module docstring. Thread-safe: one request at a time goes down the pipe."""
+
+    def __init__(
+        self, model: str = MINILM, *, threads: int | None = None, store: VectorStore | None = None
+    ) -> None:
+        self.name = model
+        self.threads = threads
+        self.store = store
+        self.computed = 0  # texts the model encoded (not read from the store)
+        self._lock = threading.Lock()
+        self._process: BaseProcess | None = None
+        self._conn: Connection | None = None
+        self._failed: str | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._process is not None
+
+    def start(self) -> None:
+        """Start the model's process, which loads the model at once; returns at once."""
+        with self._lock:
+            self._start()
+
+    def _start(self) -> Connection:
+        if self._conn is None:
+            import multiprocessing
+
+            # spawn: a fork of a process with threads (an event loop's, litellm's) may deadlock
+            context = multiprocessing.get_context("spawn")
+            mine, theirs = context.Pipe()
+            process = context.Process(
+                target=serve,
+                args=(theirs, self.name, self.threads),
+                name="moscopt-embedder",
+                daemon=True,
+            )
+            process.start()
+            theirs.close()
+            self._process, self._conn = process, mine
+        return self._conn
+
+    def encode(self, text: str) -> Vector:
+        return self.encode_many([text])[0]
+
+    def encode_many(self, texts: Sequence[str]) -> list[Vector]:
+        texts = list(texts)
+        if not texts:
+            return []
+        known: list[Vector | None] = [None] * len(texts)
+        if self.store is not None:
+            known = self.store.get_many(self.name, texts)
+        missing = list(dict.fromkeys(t for t, v in zip(texts, known, strict=True) if v is None))
+        if missing:
+            found = dict(zip(missing, self._compute(missing), strict=True))
+            if self.store is not None:
+                self.store.put_many(self.name, missing, list(found.values()))
+            known = [found[t] if v is None else v for t, v in zip(texts, known, strict=True)]
+        return [v for v in known if v is not None]
+
+    def _compute(self, texts: list[str]) -> list[Vector]:
+        with self._lock:
+            if self._failed is not None:
+                raise EmbedderUnavailable(self._failed)
+            conn = self._start()
+            try:
+                conn.send(texts)
+                kind, payload = conn.recv()
+            except (EOFError, OSError) as e:
+                self._failed = f"the process of embedding model '{self.name}' stopped ({e!r})"
+                raise EmbedderUnavailable(self._failed) from None
+            if kind != "vectors":
+                self._failed = str(payload)
+                raise EmbedderUnavailable(self._failed)
+            self.computed += len(texts)
+            vectors: list[Vector] = payload
+            return vectors
+
+    def close(self) -> None:
+        """End the model's process (a later encode starts it again)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            if self._process is not None:
+                self._process.terminate()
+                self._process.join(timeout=5)
+            self._process = self._conn = None
+
+
+def serve(conn: Connection, name: str, threads: int | None) -> None:
+    """The model's process: load `name`, then answer each list of texts with ("vectors",
+    [vector, ...]) or ("error", message) until the pipe closes."""
+    model: Any = None
+    error: str | None = None
+    try:
+        from moscopt.embedding.model import load_sentence_model
+
+        model = load_sentence_model(name)
+        import torch
+
+        from moscopt.lm.local import resolve_threads
+
+        torch.set_num_threads(threads or resolve_threads("auto"))
+    except EmbedderUnavailable as e:
+        error = str(e)
+    except Exception as e:  # anything else the import or load raises: report, do not die
+        error = f"cannot load embedding model '{name}' ({type(e).__name__}: {e})"[:300]
+    from moscopt.embedding.model import encode_texts
+
+    while True:
+        try:
+            texts = conn.recv()
+        except (EOFError, OSError):
+            return
+        if error is not None:
+            conn.send(("error", error))
+            continue
+        try:
+            conn.send(("vectors", encode_texts(model, texts)))
+        except Exception as e:
+            conn.send(("error", f"embedding model '{name}' failed ({type(e).__name__}: {e})"))
