@@ -14,7 +14,8 @@ rounding: `tests/embedding/test_model.py`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from moscopt.embedding.base import MINILM_NAMES, EmbedderUnavailable
@@ -53,6 +54,18 @@ def load_sentence_model(name: str) -> Any:
         raise EmbedderUnavailable(
             f"cannot load embedding model '{name}' ({type(e).__name__}: {first[:200]})"
         ) from None
+
+
+def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]], list[Vector]]:
+    """Load `name` and set torch's threads (`threads`, else the cores idle now: a torch thread
+    waiting for a busy core stalls the others): the embedding process's encode function."""
+    model = load_sentence_model(name)
+    import torch
+
+    from moscopt.lm.local import resolve_threads
+
+    torch.set_num_threads(threads or resolve_threads("auto"))
+    return partial(encode_texts, model)
 
 
 def encode_texts(model: Any, texts: Sequence[str]) -> list[Vector]:

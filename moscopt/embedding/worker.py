@@ -17,10 +17,11 @@ never starts the process. The process is a daemon: it ends with its parent (or o
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from moscopt.embedding.base import MINILM, EmbedderUnavailable
+from moscopt.embedding.model import load_encoder
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -29,15 +30,26 @@ if TYPE_CHECKING:
     from moscopt.embedding.base import Vector
     from moscopt.embedding.store import VectorStore
 
+    Encode = Callable[[list[str]], list[Vector]]
+    Loader = Callable[[str, int | None], Encode]
+
 
 class SentenceEmbedder:
     """See the module docstring. Thread-safe: one request at a time goes down the pipe."""
 
     def __init__(
-        self, model: str = MINILM, *, threads: int | None = None, store: VectorStore | None = None
+        self,
+        model: str = MINILM,
+        *,
+        threads: int | None = None,
+        store: VectorStore | None = None,
+        loader: Loader = load_encoder,
     ) -> None:
+        """`loader(model, threads)` runs in the child and returns its encode function (a
+        module-level function: the child imports it by name)."""
         self.name = model
         self.threads = threads
+        self.loader = loader
         self.store = store
         self.computed = 0  # texts the model encoded (not read from the store)
         self._lock = threading.Lock()
@@ -63,7 +75,7 @@ class SentenceEmbedder:
             mine, theirs = context.Pipe()
             process = context.Process(
                 target=serve,
-                args=(theirs, self.name, self.threads),
+                args=(theirs, self.name, self.threads, self.loader),
                 name="moscopt-embedder",
                 daemon=True,
             )
@@ -119,35 +131,26 @@ class SentenceEmbedder:
             self._process = self._conn = None
 
 
-def serve(conn: Connection, name: str, threads: int | None) -> None:
-    """The model's process: load `name`, then answer each list of texts with ("vectors",
-    [vector, ...]) or ("error", message) until the pipe closes."""
-    model: Any = None
+def serve(conn: Connection, name: str, threads: int | None, loader: Loader) -> None:
+    """The model's process: `loader(name, threads)` (it loads the model), then answer each list
+    of texts with ("vectors", [vector, ...]) or ("error", message) until the pipe closes."""
+    encode: Encode | None = None
     error: str | None = None
     try:
-        from moscopt.embedding.model import load_sentence_model
-
-        model = load_sentence_model(name)
-        import torch
-
-        from moscopt.lm.local import resolve_threads
-
-        torch.set_num_threads(threads or resolve_threads("auto"))
+        encode = loader(name, threads)
     except EmbedderUnavailable as e:
         error = str(e)
     except Exception as e:  # anything else the import or load raises: report, do not die
         error = f"cannot load embedding model '{name}' ({type(e).__name__}: {e})"[:300]
-    from moscopt.embedding.model import encode_texts
-
     while True:
         try:
             texts = conn.recv()
         except (EOFError, OSError):
             return
-        if error is not None:
+        if encode is None:
             conn.send(("error", error))
             continue
         try:
-            conn.send(("vectors", encode_texts(model, texts)))
+            conn.send(("vectors", encode(texts)))
         except Exception as e:
             conn.send(("error", f"embedding model '{name}' failed ({type(e).__name__}: {e})"))

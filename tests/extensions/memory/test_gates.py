@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from moscopt.extensions.niches.embed import HashingEmbedder
-
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.extensions.memory.gates import WRITE_FEATURES, RetrievalGate, WriteGate
 from moscopt.extensions.memory.learned import Logistic
 from moscopt.extensions.memory.records import (

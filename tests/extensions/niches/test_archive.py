@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from moscopt.extensions.niches.embed import HashingEmbedder
-
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.extensions.niches.archive import Archive, insight_id
 from moscopt.extensions.niches.records import Insight, NicheState
 

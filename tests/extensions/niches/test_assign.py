@@ -3,9 +3,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from moscopt.extensions.niches.embed import HashingEmbedder
 
 from moscopt.benchmarks import BenchmarkSpec, Task
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.extensions.niches.assign import NicheAssigner, kmeans, niche_key
 from moscopt.extensions.niches.records import NicheState
 
