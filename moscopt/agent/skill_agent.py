@@ -108,7 +108,7 @@ class SkillAgent:
         if self._embedder is None:
             from moscopt.embedding import make_embedder
 
-            self._embedder = make_embedder(self.embedding_model)
+            self._embedder = make_embedder(self.embedding_model, numbers=True)
         return self._embedder
 
     async def toolbox(self, task: Task) -> ToolBox:

@@ -2,8 +2,11 @@
 
 No dependency and no model: deterministic across processes and machines, for tests, small
 template-like benchmarks and near-duplicate checks (model names `hashing`, 256 dimensions, and
-`hashing-<dim>`). Words are runs of letters or of digits, lowercased, and every number is the
-one token `0`, so tasks of one template land close together whatever their numbers.
+`hashing-<dim>`). Words are runs of letters or of digits, lowercased. By default every number
+is the one token `0`, so tasks of one template land close together whatever their numbers (the
+familiarity router's features; its exports name them `hashing-<dim>`); with `numbers` each
+number is a word of its own (the niches and the execution memory, where "x = 12" and "x = 17"
+are different findings).
 """
 
 from __future__ import annotations
@@ -25,16 +28,19 @@ _WORD_RE = re.compile(r"[a-z]+|[0-9]+")
 class HashingEmbedder:
     """Each word and word pair adds +1 or -1 (by its hash) to one of `dim` coordinates."""
 
-    def __init__(self, dim: int = HASHING_DIM) -> None:
+    def __init__(self, dim: int = HASHING_DIM, *, numbers: bool = False) -> None:
         if dim < 8:
             raise ValueError("the hashing embedder needs at least 8 dimensions")
         self.dim = dim
-        self.name = f"{HASHING}-{dim}"
+        self.numbers = numbers
+        self.name = f"{HASHING}-{dim}" + ("+numbers" if numbers else "")
 
     def encode(self, text: str) -> Vector:
         import numpy as np
 
-        words = ["0" if w.isdigit() else w for w in _WORD_RE.findall(text.lower())]
+        words = _WORD_RE.findall(text.lower())
+        if not self.numbers:
+            words = ["0" if w.isdigit() else w for w in words]
         grams = words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
         v = np.zeros(self.dim, dtype=np.float64)
         for g in grams:

@@ -29,17 +29,16 @@ _lock = threading.Lock()
 _models: dict[str, SentenceEmbedder] = {}
 
 
-def make_embedder(name: str) -> Embedder:
-    """`hashing` (256 dimensions) or `hashing-<dim>`: a hashing embedder (so is `difflib`, the
-    diversity check's text ratio, for a component that needs vectors); any other name: the
-    process's shared embedder of that sentence-transformers model (name or local path)."""
+def make_embedder(name: str, *, numbers: bool = False) -> Embedder:
+    """`hashing` (256 dimensions) or `hashing-<dim>`: a hashing embedder, each number a word of
+    its own with `numbers`, else all numbers one token (`difflib`, the diversity check's text
+    ratio, hashes too for a component that needs vectors); any other name: the process's shared
+    embedder of that sentence-transformers model (a name or a local path)."""
     from moscopt.embedding.hashing import HashingEmbedder
 
-    if name == DIFFLIB:
-        return HashingEmbedder(HASHING_DIM)
-    dim = hashing_dim(name)
+    dim = HASHING_DIM if name == DIFFLIB else hashing_dim(name)
     if dim is not None:
-        return HashingEmbedder(dim)
+        return HashingEmbedder(dim, numbers=numbers)
     return sentence_embedder(name)
 
 

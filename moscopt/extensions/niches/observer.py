@@ -75,7 +75,7 @@ class NicheObserver:
         self.config = config
         cfg = config.niches
         self.embedder: Embedder = make_embedder(
-            cfg.embedding_model or config.evolution.embedding_model
+            cfg.embedding_model or config.evolution.embedding_model, numbers=True
         )
         self.routing = TransferRouting(cfg.margin, cfg.min_count)
         self.show_gold = show_gold
