@@ -43,6 +43,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO))
 
 
 def serve(latency: float) -> None:
@@ -86,6 +87,7 @@ def train(url: str, root: Path, run: str, extra: list[str], epochs: int) -> dict
         "--set", "optimizer.batch=4", "--set", "optimizer.minibatch=2", *extra,
     ]  # fmt: skip
     env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "HOME": str(root / "home")}
+    env["PYTHONPATH"] = str(REPO)  # this checkout's code, wherever moscopt is installed from
     start = time.perf_counter()
     done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True)
     process = time.perf_counter() - start

@@ -9,6 +9,7 @@ constructs a `Trainer` or an engine `Context`: here the config's extensions are 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,8 +59,7 @@ def make_trainer(
 
     if seeds is None:
         seeds = Pool.load(seed_skills_dir(), require_gate=True)
-    preload_embeddings(config, run)
-    return Trainer(
+    trainer = Trainer(
         run=run,
         config=config,
         benchmark=benchmark,
@@ -71,6 +71,8 @@ def make_trainer(
         state=state,
         extensions=extensions_for(config),
     )
+    preload_embeddings(config, run, [s.body for s in trainer.pool])
+    return trainer
 
 
 def make_stream(
@@ -129,15 +131,20 @@ def embedding_models(config: Config) -> list[str]:
     return names
 
 
-def preload_embeddings(config: Config, run: RunDir) -> list[str]:
+def preload_embeddings(config: Config, run: RunDir, bodies: Sequence[str] = ()) -> list[str]:
     """Start loading the run's embedding models in the background now, so that the first
     vector (the diversity check at the end of the first epoch) does not wait for seconds of
-    imports; their vectors go to the project's vector store, beside the response cache.
+    imports, and embed the pool's `bodies` there too (the check then encodes only the
+    offspring); their vectors go to the project's vector store, beside the response cache.
     Returns the models started (none for hashing or difflib, or without the extra)."""
     from moscopt.embedding import preload
+    from moscopt.embedding.shared import sentence_embedder
     from moscopt.lm.cache import shared_cache_dir
 
     names = embedding_models(config)
     if not names:
         return []
-    return preload(names, shared_cache_dir(config.llm, run_path=run.path))
+    started = preload(names, shared_cache_dir(config.llm, run_path=run.path))
+    if config.evolution.enabled and config.evolution.embedding_model in started and bodies:
+        sentence_embedder(config.evolution.embedding_model).warm(list(bodies))
+    return started

@@ -16,6 +16,7 @@ never starts the process. The process is a daemon: it ends with its parent (or o
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -56,6 +57,7 @@ class SentenceEmbedder:
         self._process: BaseProcess | None = None
         self._conn: Connection | None = None
         self._failed: str | None = None
+        self._known: dict[str, Vector] = {}  # every vector this object returned
 
     @property
     def started(self) -> bool:
@@ -88,37 +90,55 @@ class SentenceEmbedder:
         return self.encode_many([text])[0]
 
     def encode_many(self, texts: Sequence[str]) -> list[Vector]:
+        """Each text's vector: from this object's memory, else the store, else the model."""
         texts = list(texts)
         if not texts:
             return []
-        known: list[Vector | None] = [None] * len(texts)
-        if self.store is not None:
-            known = self.store.get_many(self.name, texts)
-        missing = list(dict.fromkeys(t for t, v in zip(texts, known, strict=True) if v is None))
-        if missing:
-            found = dict(zip(missing, self._compute(missing), strict=True))
-            if self.store is not None:
-                self.store.put_many(self.name, missing, list(found.values()))
-            known = [found[t] if v is None else v for t, v in zip(texts, known, strict=True)]
-        return [v for v in known if v is not None]
+        with self._lock:
+            found = {t: self._known[t] for t in texts if t in self._known}
+            missing = [t for t in dict.fromkeys(texts) if t not in found]
+            if missing and self.store is not None:
+                stored = self.store.get_many(self.name, missing)
+                found.update((t, v) for t, v in zip(missing, stored, strict=True) if v is not None)
+                missing = [t for t in missing if t not in found]
+            if missing:
+                computed = self._compute(missing)
+                if self.store is not None:
+                    self.store.put_many(self.name, missing, computed)
+                found.update(zip(missing, computed, strict=True))
+            self._known.update(found)
+        return [found[t] for t in texts]
+
+    def warm(self, texts: Sequence[str]) -> threading.Thread:
+        """`encode_many(texts)` in a background thread (waiting on the pipe holds no lock of
+        the interpreter's), so that they are known when asked for; failures are left to the
+        callers that need the vectors."""
+
+        def run() -> None:
+            with contextlib.suppress(EmbedderUnavailable):
+                self.encode_many(texts)
+
+        thread = threading.Thread(target=run, name="moscopt-embedder-warm", daemon=True)
+        thread.start()
+        return thread
 
     def _compute(self, texts: list[str]) -> list[Vector]:
-        with self._lock:
-            if self._failed is not None:
-                raise EmbedderUnavailable(self._failed)
-            conn = self._start()
-            try:
-                conn.send(texts)
-                kind, payload = conn.recv()
-            except (EOFError, OSError) as e:
-                self._failed = f"the process of embedding model '{self.name}' stopped ({e!r})"
-                raise EmbedderUnavailable(self._failed) from None
-            if kind != "vectors":
-                self._failed = str(payload)
-                raise EmbedderUnavailable(self._failed)
-            self.computed += len(texts)
-            vectors: list[Vector] = payload
-            return vectors
+        """The model's vectors of `texts` (the caller holds `_lock`)."""
+        if self._failed is not None:
+            raise EmbedderUnavailable(self._failed)
+        conn = self._start()
+        try:
+            conn.send(texts)
+            kind, payload = conn.recv()
+        except (EOFError, OSError) as e:
+            self._failed = f"the process of embedding model '{self.name}' stopped ({e!r})"
+            raise EmbedderUnavailable(self._failed) from None
+        if kind != "vectors":
+            self._failed = str(payload)
+            raise EmbedderUnavailable(self._failed)
+        self.computed += len(texts)
+        vectors: list[Vector] = payload
+        return vectors
 
     def close(self) -> None:
         """End the model's process (a later encode starts it again)."""
