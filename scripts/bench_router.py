@@ -37,7 +37,7 @@ mean, 3.7 to 4.4 on the worst seed (5.5 in a fifth run started as another benchm
 nearly all of it the MiniLM forward pass of the batched embedding of the 120 test tasks; the
 heads and the cutoff take about 0.1 ms per task. A stripped task here has 8 to 26 tokens (13.2
 on average) and the pass costs about 0.2 ms per token: the texts are laid end to end in one
-pass (`moscopt.routing.packing`), so no work goes to padding. Before that, every pass had a
+pass (`moscopt.embedding.packing`), so no work goes to padding. Before that, every pass had a
 shape fixed by its texts' length (8 rows, the length rounded up to a multiple of 8, a short
 group filled with copies) and the same took 6.4 ms mean, 7.0 worst; before the answer
 instructions were stripped and the model ran in one thread of its own, about 11 ms idle.
@@ -63,10 +63,11 @@ from moscopt.benchmarks import Benchmark, Task, get_benchmark
 from moscopt.config import load_config
 from moscopt.core.resources import seed_skills_dir
 from moscopt.core.skills import Pool
+from moscopt.embedding import MINILM, make_embedder
 from moscopt.lm.base import LM
 from moscopt.lm.factory import build_lm
 from moscopt.routing.familiarity import FamiliarityModel, Hyper, Observation
-from moscopt.routing.features import MINILM, FeatureCache, make_embedder
+from moscopt.routing.features import FeatureCache
 from moscopt.routing.gate import Activation, GateStats, LLMGate, RandomGate, Router
 from moscopt.routing.projection import Projection
 from moscopt.routing.router import FamiliarityRouter, HybridRouter

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from moscopt.core.skills import Skill  # noqa: E402
-from moscopt.optimizer.similarity import MINILM, encoder_for  # noqa: E402
+from moscopt.optimizer.similarity import MINILM, vectors_for  # noqa: E402
 
 THRESHOLDS = (0.75, 0.80, 0.85, 0.90, 0.95)
 STRENGTHS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7)
@@ -88,12 +88,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    encoder = encoder_for(MINILM)
-    if encoder is None:
-        sys.exit("needs the embeddings extra: pip install 'moscopt[embeddings]'")
     bodies = seed_bodies()
     texts = pairs(bodies, random.Random(args.seed))
-    vectors = encoder.encode([x for _, a, b in texts for x in (a, b)], normalize_embeddings=True)
+    vectors = vectors_for(MINILM, [x for _, a, b in texts for x in (a, b)])
+    if vectors is None:
+        sys.exit("needs the embeddings extra: pip install 'moscopt[embeddings]'")
     scored, kinds = [], []
     for i, (kind, a, b) in enumerate(texts):
         cosine = float(vectors[2 * i] @ vectors[2 * i + 1])

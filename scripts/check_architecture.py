@@ -5,7 +5,8 @@
 The rules (README, Development):
 1. the engine (`moscopt.optimizer`) imports none of the add-ons, not even inside a function:
    `moscopt.extensions.*` and the familiarity router (`moscopt.routing.engine` and what it
-   builds on); they plug in through `moscopt.optimizer.engine.extension.Extension`;
+   builds on); they plug in through `moscopt.optimizer.engine.extension.Extension`. What
+   both need, the embedders, lives apart in `moscopt.embedding`;
 2. only the application layer constructs a `Trainer` (`moscopt/app/workspace.py`), an engine
    `Context` (there and in the trainer) or a `Stream`;
 3. the package root holds at most `ROOT_MODULES` modules;
@@ -28,7 +29,6 @@ ADD_ONS = (
     "moscopt.routing.familiarity",
     "moscopt.routing.router",
     "moscopt.routing.features",
-    "moscopt.routing.packing",
     "moscopt.app",
 )
 CONSTRUCTORS = {

@@ -39,7 +39,7 @@ from moscopt.routing.gate import Activation, FixedSkills, Router
 if TYPE_CHECKING:
     from moscopt.agent.tools.toolbox import ToolBox, ToolOptions
     from moscopt.benchmarks import Benchmark, Task
-    from moscopt.extensions.niches.embed import Embedder
+    from moscopt.embedding import Embedder
 
 TOOL_STEPS = 4  # T with tools
 REFINE_STEPS = 3  # T without tools under step-level gating: a draft, then two verify/refine rounds
@@ -106,9 +106,9 @@ class SkillAgent:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from moscopt.extensions.niches.embed import make_embedder
+            from moscopt.embedding import make_embedder
 
-            self._embedder = make_embedder(self.embedding_model)
+            self._embedder = make_embedder(self.embedding_model, numbers=True)
         return self._embedder
 
     async def toolbox(self, task: Task) -> ToolBox:

@@ -9,6 +9,7 @@ constructs a `Trainer` or an engine `Context`: here the config's extensions are 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,7 +62,7 @@ def make_trainer(
     if seeds is None:
         seeds = Pool.load(seed_skills_dir(), require_gate=True)
     epochs = config.training.epochs
-    return Trainer(
+    trainer = Trainer(
         run=run,
         config=config,
         benchmark=benchmark,
@@ -74,6 +75,8 @@ def make_trainer(
         policies=policies_for(config, epochs * len(minibatches(config, splits.train, 0))),
         extensions=extensions_for(config),
     )
+    preload_embeddings(config, run, [s.body for s in trainer.pool])
+    return trainer
 
 
 def make_stream(
@@ -101,6 +104,7 @@ def make_stream(
 
     if seeds is None:
         seeds = Pool.load(seed_skills_dir(), require_gate=True)
+    preload_embeddings(config, run)
     ctx = Context(
         run=run,
         config=config,
@@ -136,3 +140,38 @@ def policies_for(config: Config, skill_steps: int) -> Policies:
         targets=EditTargets(opt.max_targets or config.pool.k),
         restoration=GateRestoration(gating.rebuild_threshold, gating.rebuild_window),
     )
+
+
+def embedding_models(config: Config) -> list[str]:
+    """The embedding models a run of `config` uses: evolution's diversity check, the familiarity
+    router, the niches and the execution memory, where each is on."""
+    from moscopt.extensions.memory.tracker import MemorySettings
+
+    evolution = config.evolution.embedding_model
+    names = [evolution] if config.evolution.enabled else []
+    if config.gating.policy in ("familiarity", "hybrid"):
+        names.append(config.router.embedding_model)
+    if config.niches.enabled or config.niches.transfer:
+        names.append(config.niches.embedding_model or evolution)
+    if MemorySettings.from_config(config.memory).tracking:
+        names.append(config.memory.embedding_model or evolution)
+    return names
+
+
+def preload_embeddings(config: Config, run: RunDir, bodies: Sequence[str] = ()) -> list[str]:
+    """Start loading the run's embedding models in the background now, so that the first
+    vector (the diversity check at the end of the first epoch) does not wait for seconds of
+    imports, and embed the pool's `bodies` there too (the check then encodes only the
+    offspring); their vectors go to the project's vector store, beside the response cache.
+    Returns the models started (none for hashing or difflib, or without the extra)."""
+    from moscopt.embedding import preload
+    from moscopt.embedding.shared import sentence_embedder
+    from moscopt.lm.cache import shared_cache_dir
+
+    names = embedding_models(config)
+    if not names:
+        return []
+    started = preload(names, shared_cache_dir(config.llm, run_path=run.path))
+    if config.evolution.enabled and config.evolution.embedding_model in started and bodies:
+        sentence_embedder(config.evolution.embedding_model).warm(list(bodies))
+    return started

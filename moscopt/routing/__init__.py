@@ -1,6 +1,6 @@
 """The learned familiarity router (issue 14; seeds/cera-moa.txt): routing with no LLM call.
 
-- `features`: the task's sentence embedding (the `Embedder` seam, a per-text cache computed
+- `features`: the task's sentence embedding (`moscopt.embedding`, a per-text cache computed
   off the event loop); `projection`: the fixed front end of the heads.
 - `familiarity`: per-skill predictor and frozen target heads, training from rollouts (credit
   per skill from shared rewards), cumulative-threshold adaptive K, the exploration bonus.

@@ -26,9 +26,10 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from moscopt.embedding import make_embedder
 from moscopt.optimizer.engine.extension import Extension
 from moscopt.routing.familiarity import FamiliarityModel, Hyper, LearnStats, Observation
-from moscopt.routing.features import FeatureCache, make_embedder
+from moscopt.routing.features import FeatureCache
 from moscopt.routing.gate import GateStats, Router, constrained_gate
 from moscopt.routing.projection import Projection
 from moscopt.routing.router import FamiliarityRouter, HybridRouter

@@ -1,11 +1,11 @@
-"""Issue 17, section 7: the diversity check says which method ran and uses that method's scale."""
+"""Issue 17, section 7: the diversity check says which method ran and uses that method's scale
+(its fallback to difflib is tested with the embedders, tests/embedding)."""
 
 from __future__ import annotations
 
 import asyncio
 import difflib
 import json
-import logging
 import random
 from pathlib import Path
 
@@ -13,7 +13,6 @@ import pytest
 
 from moscopt.config import load_config
 from moscopt.core.skills import Pool, Skill
-from moscopt.optimizer import similarity
 from moscopt.optimizer.evolve import next_generation
 from moscopt.optimizer.similarity import DIFFLIB_THRESHOLDS, mean_pairwise_similarity, threshold_for
 from moscopt.run.state import RunState
@@ -28,22 +27,6 @@ def test_the_threshold_moves_onto_the_difflib_scale_only_for_difflib() -> None:
     steps = [threshold_for("difflib", i / 100) for i in range(101)]
     assert steps == sorted(steps)  # never reorders thresholds
     assert all(y <= x for x, y in DIFFLIB_THRESHOLDS)  # difflib ratios run lower
-
-
-def test_a_fallback_to_difflib_is_warned_once_with_the_reason(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    monkeypatch.setattr(similarity, "_load", lambda model: (None, "no encoder here"))
-    similarity._warn_fallback.cache_clear()
-    with caplog.at_level(logging.WARNING, logger="moscopt.optimizer.similarity"):
-        for _ in range(2):
-            _, method = mean_pairwise_similarity(["a b c", "a b d"], "some/model")
-            assert method == "difflib"
-    warned = [r.getMessage() for r in caplog.records]
-    assert len(warned) == 1
-    assert "difflib" in warned[0] and "some/model: no encoder here" in warned[0]
-    assert "0.85 -> 0.412" in warned[0]
-    similarity._warn_fallback.cache_clear()
 
 
 def lines(tag: str, n: int = 20) -> list[str]:

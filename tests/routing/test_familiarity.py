@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.routing.familiarity import (
     FamiliarityModel,
     Hyper,
@@ -21,7 +22,6 @@ from moscopt.routing.familiarity import (
     cutoff,
     exploration_bonus,
 )
-from moscopt.routing.features import HashingEmbedder
 from moscopt.routing.projection import Projection
 
 EMBED = HashingEmbedder()

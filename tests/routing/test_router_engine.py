@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.lm.base import LMRequest
 from moscopt.routing import engine as routing_engine
-from moscopt.routing.features import HashingEmbedder
 from moscopt.routing.gate import schema_ids
 from moscopt.routing.router import FamiliarityRouter
 from moscopt.run.ledger_read import read_events

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.errors import UserError
 from moscopt.exports import export_run, open_export
 from moscopt.exports.router import ROUTER_FILE, route_with_router
 from moscopt.routing.engine import stored_router
 from moscopt.routing.familiarity import FamiliarityModel
-from moscopt.routing.features import HashingEmbedder
 from moscopt.routing.specialization import run_specialization
 from moscopt.testing.router_world import make_router_run, trained_router_run
 

@@ -8,9 +8,10 @@ import asyncio
 import numpy as np
 
 from moscopt.core.skills import Pool, Skill
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.lm.base import LMRequest
 from moscopt.routing.familiarity import FamiliarityModel, Hyper
-from moscopt.routing.features import FeatureCache, HashingEmbedder
+from moscopt.routing.features import FeatureCache
 from moscopt.routing.gate import LLMGate
 from moscopt.routing.projection import Projection
 from moscopt.routing.router import FamiliarityRouter, HybridRouter

@@ -19,10 +19,11 @@ from moscopt.app.assembly import make_agent
 from moscopt.benchmarks import Benchmark, Task, get_benchmark
 from moscopt.config import load_config
 from moscopt.core.skills import Pool, Skill
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.errors import UserError
 from moscopt.lm.base import LMRequest
 from moscopt.routing.familiarity import FamiliarityModel, Hyper
-from moscopt.routing.features import FeatureCache, HashingEmbedder
+from moscopt.routing.features import FeatureCache
 from moscopt.routing.gate import FixedSkills
 from moscopt.routing.projection import Projection
 from moscopt.routing.router import FamiliarityRouter

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from moscopt.embedding import cosine
 from moscopt.extensions.memory.learned import Logistic
 from moscopt.extensions.memory.records import ExecutionMemory, MemoryRecord, words
-from moscopt.extensions.niches.embed import cosine
 
 WRITE_FEATURES = (
     "novelty",

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from moscopt.extensions.niches.embed import cosine
+from moscopt.embedding import cosine
 
 CONCLUSION_CHARS = 400
 TOOL_INPUT_CHARS = 300

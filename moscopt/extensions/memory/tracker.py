@@ -47,7 +47,7 @@ from moscopt.extensions.memory.records import (
 
 if TYPE_CHECKING:
     from moscopt.config import MemoryConfig
-    from moscopt.extensions.niches.embed import Embedder
+    from moscopt.embedding import Embedder
 
 MEMORY_HEADING = "## Memory of earlier steps (selected)"
 CONFIDENCE_INSTRUCTION = (
@@ -159,7 +159,8 @@ class StepMemory:
         self._last: MemoryRecord | None = None
 
     async def _embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self.embedder.embed, list(texts))
+        vectors = await asyncio.to_thread(self.embedder.encode_many, list(texts))
+        return [v.tolist() for v in vectors]
 
     async def observe(
         self,

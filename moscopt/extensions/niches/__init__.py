@@ -2,7 +2,7 @@
 asymmetric transfer of insights from the skills strong on a niche to the ones weak on it
 (CODREAM, from EvoChamber), a lifecycle policy for the pool, and learning on a task stream.
 
-Modules: `records` (the run-state models), `embed` (task and insight embeddings), `assign`
+Modules: `records` (the run-state models), `assign`
 (a task's niche: the benchmark's field or k-means), `competence` (per skill and niche),
 `routing` (givers and recipients), `archive` (the experience archive), `codream` (the LLM
 phases), `observer` (the engine hook), `hook` (insights as EditAdam evidence), `lifecycle`,

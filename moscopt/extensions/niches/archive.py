@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from moscopt.extensions.niches.embed import Embedder, cosine
+from moscopt.embedding import Embedder, cosine
 from moscopt.extensions.niches.records import Insight, NicheState
 
 
@@ -38,7 +38,7 @@ class Archive:
             if e.kind == entry.kind and (entry.kind == "meta" or e.niche == entry.niche)
         ]
         if same:
-            vectors = self.embedder.embed([entry.text, *(e.text for e in same)])
+            vectors = self.embedder.encode_many([entry.text, *(e.text for e in same)])
             scored = [(cosine(vectors[0], v), i) for i, v in enumerate(vectors[1:])]
             sim, i = max(scored, key=lambda x: (x[0], -x[1]))
             if sim >= self.dedup:
@@ -66,6 +66,6 @@ class Archive:
     def _nearest(self, text: str, entries: list[Insight], keys: list[str], k: int) -> list[Insight]:
         if not entries or k <= 0:
             return []
-        vectors = self.embedder.embed([text, *keys])
+        vectors = self.embedder.encode_many([text, *keys])
         scored = sorted(range(len(entries)), key=lambda i: (-cosine(vectors[0], vectors[i + 1]), i))
         return [entries[i] for i in scored[:k]]

@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from moscopt.extensions.niches.embed import Embedder
+from moscopt.embedding import Embedder
 from moscopt.extensions.niches.records import NicheState
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class NicheAssigner:
         """Cluster `tasks` once (nothing to do with a label, or when already fitted)."""
         if self.key is not None or self.state.centroids or not tasks:
             return
-        vectors = self.embedder.embed([t.prompt for t in tasks])
+        vectors = [v.tolist() for v in self.embedder.encode_many([t.prompt for t in tasks])]
         centroids, labels = kmeans(vectors, self.k, random.Random(f"{self.seed}:niches"))
         self.state.centroids = [[round(x, 6) for x in c] for c in centroids]
         for task, label in zip(tasks, labels, strict=True):
@@ -59,7 +59,7 @@ class NicheAssigner:
             return found
         if not self.state.centroids:
             return UNKNOWN
-        label = nearest(self.embedder.embed([task.prompt])[0], self.state.centroids)
+        label = nearest(self.embedder.encode(task.prompt).tolist(), self.state.centroids)
         self.state.assigned[task.id] = f"cluster-{label}"
         return self.state.assigned[task.id]
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Collection, Iterable, Sequence
 from itertools import combinations
 
-from moscopt.extensions.niches.embed import cosine
+from moscopt.embedding import cosine
 from moscopt.extensions.niches.records import Competence, NicheState, Shared
 from moscopt.run.state import synergy_key
 

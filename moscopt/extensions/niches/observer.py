@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from moscopt.core.evidence import active
+from moscopt.embedding import Embedder, cosine, make_embedder
 from moscopt.extensions.niches.archive import Archive, insight_id
 from moscopt.extensions.niches.assign import NicheAssigner, niche_key
 from moscopt.extensions.niches.codream import Trajectory, dream
 from moscopt.extensions.niches.competence import competence, observe
-from moscopt.extensions.niches.embed import Embedder, cosine, make_embedder
 from moscopt.extensions.niches.lifecycle import update_streaks
 from moscopt.extensions.niches.records import (
     NAME,
@@ -86,7 +86,7 @@ class NicheObserver:
         self.config = config
         cfg = config.niches
         self.embedder: Embedder = make_embedder(
-            cfg.embedding_model or config.evolution.embedding_model
+            cfg.embedding_model or config.evolution.embedding_model, numbers=True
         )
         self.routing = TransferRouting(cfg.margin, cfg.min_count)
         self.show_gold = show_gold
@@ -250,7 +250,7 @@ class NicheObserver:
             ctx.tasks[t.failed.task_id].prompt,
             *(ctx.tasks[e.task_id].prompt for _, e in found),
         ]
-        vectors = self.embedder.embed(texts)
+        vectors = self.embedder.encode_many(texts)
         rank = sorted(
             range(len(found)),
             key=lambda i: (

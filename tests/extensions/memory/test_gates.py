@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.extensions.memory.gates import WRITE_FEATURES, RetrievalGate, WriteGate
 from moscopt.extensions.memory.learned import Logistic
 from moscopt.extensions.memory.records import (
@@ -11,9 +12,8 @@ from moscopt.extensions.memory.records import (
     conclusion_of,
     confidence_of,
 )
-from moscopt.extensions.niches.embed import HashingEmbedder
 
-EMBED = HashingEmbedder()
+EMBED = HashingEmbedder(numbers=True)
 
 
 def record(step: int, text: str, answer: str | None = None) -> MemoryRecord:
@@ -21,7 +21,7 @@ def record(step: int, text: str, answer: str | None = None) -> MemoryRecord:
 
 
 def vec(r: MemoryRecord) -> list[float]:
-    return EMBED.embed([r.embed_text()])[0]
+    return EMBED.encode(r.embed_text()).tolist()
 
 
 def commit(memory: ExecutionMemory, gate: WriteGate, r: MemoryRecord) -> str:
@@ -72,7 +72,7 @@ def test_retrieval_gate_returns_the_relevant_records_in_step_order_within_budget
     ]
     for i, t in enumerate(texts):
         memory.add(record(i, t), vec(record(i, t)))
-    query = EMBED.embed(["when does the train arrive at the station"])[0]
+    query = EMBED.encode("when does the train arrive at the station").tolist()
     chosen = RetrievalGate(k=2).select(memory, query)
     assert [r.step for r in chosen] == [0, 2]
     tiny = RetrievalGate(k=3, max_chars=len(memory.records[2].text()) + 1)
@@ -86,7 +86,7 @@ def test_the_retrieval_budget_is_bounded_by_what_the_records_replace() -> None:
     texts = ["the train leaves at noon", "the train arrives at two", "the train is late"]
     for i, t in enumerate(texts):
         memory.add(record(i, t), vec(record(i, t)))
-    query = EMBED.embed(["when does the train arrive"])[0]
+    query = EMBED.encode("when does the train arrive").tolist()
     gate = RetrievalGate(k=3, max_chars=10_000)
     assert len(gate.select(memory, query)) == 3
     one = len(memory.records[1].text()) + 1

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.extensions.niches.archive import Archive, insight_id
-from moscopt.extensions.niches.embed import HashingEmbedder
 from moscopt.extensions.niches.records import Insight, NicheState
 
 
@@ -19,7 +19,7 @@ def entry(
 
 
 def archive(capacity: int = 10) -> Archive:
-    return Archive(NicheState(), HashingEmbedder(), dedup=0.9, capacity=capacity)
+    return Archive(NicheState(), HashingEmbedder(numbers=True), dedup=0.9, capacity=capacity)
 
 
 def test_niche_lessons_are_retrieved_by_similarity_to_the_task_within_the_niche() -> None:

@@ -5,8 +5,8 @@ import random
 import pytest
 
 from moscopt.benchmarks import BenchmarkSpec, Task
+from moscopt.embedding.hashing import HashingEmbedder
 from moscopt.extensions.niches.assign import NicheAssigner, kmeans, niche_key
-from moscopt.extensions.niches.embed import HashingEmbedder
 from moscopt.extensions.niches.records import NicheState
 
 SPEC = {
@@ -36,7 +36,7 @@ def test_the_niche_comes_from_the_spec_field() -> None:
     key = niche_key(spec)
     assert key == "subject"
     state = NicheState()
-    assigner = NicheAssigner(key, state, HashingEmbedder(), k=3, seed=0)
+    assigner = NicheAssigner(key, state, HashingEmbedder(numbers=True), k=3, seed=0)
     assigner.fit([task(0, "x")])  # nothing to fit with a label
     assert state.centroids == [] and state.source == "field:subject"
     assert assigner.niche(task(1, "x", subject="Geometry")) == "Geometry"
@@ -72,7 +72,7 @@ DATES = ["calendar date weekday", "weekday date calendar month", "date on a cale
 def test_without_a_field_tasks_are_clustered_and_new_tasks_join_the_nearest() -> None:
     tasks = [task(i, t) for i, t in enumerate(GEOMETRY + DATES)]
     state = NicheState()
-    assigner = NicheAssigner(None, state, HashingEmbedder(), k=2, seed=7)
+    assigner = NicheAssigner(None, state, HashingEmbedder(numbers=True), k=2, seed=7)
     assigner.fit(tasks)
     labels = [assigner.niche(t) for t in tasks]
     assert len(set(labels[:3])) == 1 and len(set(labels[3:])) == 1 and labels[0] != labels[3]
@@ -83,7 +83,7 @@ def test_without_a_field_tasks_are_clustered_and_new_tasks_join_the_nearest() ->
     again = NicheAssigner(
         None,
         NicheState.model_validate_json(state.model_dump_json()),
-        HashingEmbedder(),
+        HashingEmbedder(numbers=True),
         k=2,
         seed=7,
     )

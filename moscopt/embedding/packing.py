@@ -1,4 +1,4 @@
-"""Many texts in one forward pass of a BERT encoder, with no padding: the router's fast path.
+"""Many texts in one forward pass of a BERT encoder, with no padding: the embedder's fast path.
 
 A padded batch spends most of its work on padding when texts are short and of mixed lengths,
 and the bytes of a vector then depend on what it was padded to. Here the texts' tokens are laid
@@ -11,11 +11,11 @@ length (so a run needs no mask either).
 Why the bytes do not depend on the companions: a linear layer gives each row the same bits
 whatever the other rows are and however many there are (from 4 rows up; a pass has at least 8:
 checked on this machine's MKL at 1 and 2 threads), and a text's attention is computed from its
-own rows only, in a call of its own shape. `tests/routing/test_router_features.py` checks the
+own rows only, in a call of its own shape. `tests/embedding/test_model.py` checks the
 whole: a text's vector alone, among other texts and at another thread count, bit for bit.
 
 Only BERT-family encoders with mean or CLS pooling take this path (`packable`); the embedder
-runs any other model one text per pass.
+runs any other model one text per pass (`moscopt.embedding.model`).
 """
 
 from __future__ import annotations

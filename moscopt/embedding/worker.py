@@ -1,0 +1,176 @@
+"""`SentenceEmbedder`: a sentence-transformers model that loads and runs in a process of its own.
+
+Importing sentence-transformers, transformers and torch takes seconds (11-14 s measured on a
+loaded 2-core machine) and, in a thread, holds the interpreter's lock for long stretches: an
+event loop driving LLM calls beside it stalled for up to 350 ms at a time (0.2 s median, 1.4 s
+in all over one load; in a child process 0.7 s, the CPU it takes from a busy machine). So the
+model lives in a child process (`serve`), started by `start()` (a run calls it when it begins,
+`moscopt.embedding.shared.preload`) or by the first `encode_many`, and loads there at once;
+`encode_many` sends the texts down a pipe and waits for their vectors. torch runs there with
+the cores idle when it loads (`moscopt.lm.local.resolve_threads`), or `threads`.
+
+With a `store` (`moscopt.embedding.store.VectorStore`), vectors already computed for the model
+are read from disk and only the rest are sent to the model: a rerun that meets only known texts
+never starts the process. The process is a daemon: it ends with its parent (or on `close`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from moscopt.embedding.base import MINILM, EmbedderUnavailable
+from moscopt.embedding.model import load_encoder
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+    from moscopt.embedding.base import Vector
+    from moscopt.embedding.store import VectorStore
+
+    Encode = Callable[[list[str]], list[Vector]]
+    Loader = Callable[[str, int | None], Encode]
+
+
+class SentenceEmbedder:
+    """See the module docstring. Thread-safe: one request at a time goes down the pipe."""
+
+    def __init__(
+        self,
+        model: str = MINILM,
+        *,
+        threads: int | None = None,
+        store: VectorStore | None = None,
+        loader: Loader = load_encoder,
+    ) -> None:
+        """`loader(model, threads)` runs in the child and returns its encode function (a
+        module-level function: the child imports it by name)."""
+        self.name = model
+        self.threads = threads
+        self.loader = loader
+        self.store = store
+        self.computed = 0  # texts the model encoded (not read from the store)
+        self._lock = threading.Lock()
+        self._process: BaseProcess | None = None
+        self._conn: Connection | None = None
+        self._failed: str | None = None
+        self._known: dict[str, Vector] = {}  # every vector this object returned
+
+    @property
+    def started(self) -> bool:
+        return self._process is not None
+
+    def start(self) -> None:
+        """Start the model's process, which loads the model at once; returns at once."""
+        with self._lock:
+            self._start()
+
+    def _start(self) -> Connection:
+        if self._conn is None:
+            import multiprocessing
+
+            # spawn: a fork of a process with threads (an event loop's, litellm's) may deadlock
+            context = multiprocessing.get_context("spawn")
+            mine, theirs = context.Pipe()
+            process = context.Process(
+                target=serve,
+                args=(theirs, self.name, self.threads, self.loader),
+                name="moscopt-embedder",
+                daemon=True,
+            )
+            process.start()
+            theirs.close()
+            self._process, self._conn = process, mine
+        return self._conn
+
+    def encode(self, text: str) -> Vector:
+        return self.encode_many([text])[0]
+
+    def encode_many(self, texts: Sequence[str]) -> list[Vector]:
+        """Each text's vector: from this object's memory, else the store, else the model."""
+        texts = list(texts)
+        if not texts:
+            return []
+        with self._lock:
+            found = {t: self._known[t] for t in texts if t in self._known}
+            missing = [t for t in dict.fromkeys(texts) if t not in found]
+            if missing and self.store is not None:
+                stored = self.store.get_many(self.name, missing)
+                found.update((t, v) for t, v in zip(missing, stored, strict=True) if v is not None)
+                missing = [t for t in missing if t not in found]
+            if missing:
+                computed = self._compute(missing)
+                if self.store is not None:
+                    self.store.put_many(self.name, missing, computed)
+                found.update(zip(missing, computed, strict=True))
+            self._known.update(found)
+        return [found[t] for t in texts]
+
+    def warm(self, texts: Sequence[str]) -> threading.Thread:
+        """`encode_many(texts)` in a background thread (waiting on the pipe holds no lock of
+        the interpreter's), so that they are known when asked for; failures are left to the
+        callers that need the vectors."""
+
+        def run() -> None:
+            with contextlib.suppress(EmbedderUnavailable):
+                self.encode_many(texts)
+
+        thread = threading.Thread(target=run, name="moscopt-embedder-warm", daemon=True)
+        thread.start()
+        return thread
+
+    def _compute(self, texts: list[str]) -> list[Vector]:
+        """The model's vectors of `texts` (the caller holds `_lock`)."""
+        if self._failed is not None:
+            raise EmbedderUnavailable(self._failed)
+        conn = self._start()
+        try:
+            conn.send(texts)
+            kind, payload = conn.recv()
+        except (EOFError, OSError) as e:
+            self._failed = f"the process of embedding model '{self.name}' stopped ({e!r})"
+            raise EmbedderUnavailable(self._failed) from None
+        if kind != "vectors":
+            self._failed = str(payload)
+            raise EmbedderUnavailable(self._failed)
+        self.computed += len(texts)
+        vectors: list[Vector] = payload
+        return vectors
+
+    def close(self) -> None:
+        """End the model's process (a later encode starts it again)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            if self._process is not None:
+                self._process.terminate()
+                self._process.join(timeout=5)
+            self._process = self._conn = None
+
+
+def serve(conn: Connection, name: str, threads: int | None, loader: Loader) -> None:
+    """The model's process: `loader(name, threads)` (it loads the model), then answer each list
+    of texts with ("vectors", [vector, ...]) or ("error", message) until the pipe closes."""
+    encode: Encode | None = None
+    error: str | None = None
+    try:
+        encode = loader(name, threads)
+    except EmbedderUnavailable as e:
+        error = str(e)
+    except Exception as e:  # anything else the import or load raises: report, do not die
+        error = f"cannot load embedding model '{name}' ({type(e).__name__}: {e})"[:300]
+    while True:
+        try:
+            texts = conn.recv()
+        except (EOFError, OSError):
+            return
+        if encode is None:
+            conn.send(("error", error))
+            continue
+        try:
+            conn.send(("vectors", encode(texts)))
+        except Exception as e:
+            conn.send(("error", f"embedding model '{name}' failed ({type(e).__name__}: {e})"))
