@@ -173,6 +173,8 @@ def _train(
         log_events=True,
     ) as lms:
         assert lms.optimizer is not None
+        if progress is not None:  # a deployment that goes down or comes back: the display
+            _show_deployments(lms.agent, progress)
         trainer = make_trainer(
             run=run,
             config=config,
@@ -211,6 +213,14 @@ def planned_calls(
 
     shape = shape_of(config, bench, splits, pool, start_epoch=state.epoch)
     return round(sum(p.calls for p in count(shape, worst_case(shape))))
+
+
+def _show_deployments(lm: Any, progress: Callable[[dict[str, Any]], None]) -> None:
+    from moscopt.run.ledger import CallSink
+
+    sink = getattr(lm, "events", None)
+    if isinstance(sink, CallSink):
+        sink.on_deployment = lambda e: progress({"event": "deployment", **e.model_dump()})
 
 
 def _changed(run: RunDir, state: Any) -> bool:

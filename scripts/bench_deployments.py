@@ -1,0 +1,159 @@
+"""The same training over litellm's Router (two deployments) and over the direct path (prints).
+
+    python scripts/bench_deployments.py [--latency 0.1] [--epochs 1] [--repeats 2]
+                                        [--variants default,difflib]
+
+Two loopback OpenAI-compatible fake servers, each in its own process (so their CPU is not
+ours), answer the scripted world of the tests (`moscopt.testing.scripted`) after `--latency`
+seconds. `moscopt train` runs in a child process, as a user runs it (N=3, K=2, minibatches of
+4 with M_b = 2, evolution on, `--no-cache`, concurrency 16), once per path, alternating:
+
+- `direct`: `--model openai/scripted --api-base <server 1>` (the HTTP/1.1 transport);
+- `router`: `llm.deployments` lists both servers (litellm's Router, simple-shuffle).
+
+Variants: `default` is the configuration a user gets; `difflib` sets
+`evolution.embedding_model=difflib`, which takes the sentence-embedding model (its import and
+encoding) out of both paths, so what is left is the paths' own difference.
+
+For each run: `process` is the child's wall time from spawn to exit; `start` the span from
+spawn to its first request (the first `llm_call`'s start in the run's ledger: its end minus its
+latency); `training` the ledger's span from `train_start` to the last event; `cpu` the child's
+user + system CPU. `router/direct` divides the Router runs' median by the direct runs' median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+REPO = HERE.parents[1]
+MODEL = "openai/scripted"
+TIMES = ("start", "training", "end", "process", "cpu")
+
+
+def serve(latency: float) -> None:
+    from moscopt.testing.fake_server import FakeServer
+    from moscopt.testing.scripted import server_responder
+
+    with FakeServer(latency=latency, responder=server_responder) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+def stamp(t: str) -> float:
+    return datetime.fromisoformat(t).timestamp()
+
+
+def project_config(path: str, urls: list[str]) -> str:
+    if path == "direct":
+        return ""
+    lines = [f"model: {MODEL}", "llm:", "  deployments:"]
+    lines += [f"    - {{model: {MODEL}, api_base: '{u}', name: d{i}}}" for i, u in enumerate(urls)]
+    return "\n".join(lines) + "\n"
+
+
+def train(root: Path, path: str, variant: str, urls: list[str], epochs: int) -> dict[str, Any]:
+    args = [
+        sys.executable, "-m", "moscopt", "train", "--benchmark", "addition.yaml",
+        "--model", MODEL, "--data", "addition.jsonl",
+        "--n", "3", "--k", "2", "--epochs", str(epochs), "--steps-per-epoch", "2",
+        "--run", "runs/r", "--no-cache", "--concurrency", "16",
+        "--set", "optimizer.batch=4", "--set", "optimizer.minibatch=2",
+    ]  # fmt: skip
+    if path == "direct":
+        args += ["--api-base", urls[0]]
+    if variant == "difflib":
+        args += ["--set", "evolution.embedding_model=difflib"]
+    env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "HOME": str(root / "home")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spawned = time.time()
+    start = time.perf_counter()
+    done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True)
+    process = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{path} train failed:\n{done.stderr[-2000:]}")
+    events = [json.loads(x) for x in (root / "runs/r/events.jsonl").read_text().splitlines()]
+    calls = [e for e in events if e["type"] == "llm_call"]
+    first_call = min(stamp(e["t"]) - e["latency"] for e in calls)
+    begun = next(stamp(e["t"]) for e in events if e["type"] == "train_start")
+    deployments = {e.get("deployment") for e in calls}
+    return {
+        "calls": len(calls),
+        "process": process,
+        "start": first_call - spawned,
+        "training": stamp(events[-1]["t"]) - begun,
+        "end": spawned + process - stamp(events[-1]["t"]),
+        "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "deployments": len(deployments - {None}),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--variants", default="default,difflib")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    a = parser.parse_args()
+    if a.serve:
+        serve(a.latency)
+        return
+    from moscopt.testing.scripted import write_project
+
+    cmd = [sys.executable, str(HERE), "--serve", "--latency", str(a.latency)]
+    servers = [
+        subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    urls = [s.stdout.readline().strip() for s in servers if s.stdout is not None]
+    loads = [os.getloadavg()[0]]
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for variant in a.variants.split(","):
+                for i in range(a.repeats):
+                    for path in ("direct", "router"):
+                        root = Path(tmp) / f"{variant}-{path}-{i}"
+                        root.mkdir()
+                        write_project(root, REPO / "skills", project_config(path, urls))
+                        r = train(root, path, variant, urls, a.epochs)
+                        runs.setdefault((variant, path), []).append(r)
+                        loads.append(os.getloadavg()[0])
+    finally:
+        for s in servers:
+            if s.stdin is not None:
+                s.stdin.close()
+            s.wait(timeout=10)
+    print(f"latency {a.latency * 1000:.0f} ms, {a.epochs} epoch(s), {a.repeats} repeats; "
+          f"load average {min(loads):.2f}-{max(loads):.2f}")  # fmt: skip
+    head = ("variant", "path", "calls", "deploys", *(f"{k} s" for k in TIMES))
+    print("  ".join(f"{h:>10}" for h in head))
+    for (variant, path), rows in runs.items():
+        for r in rows:
+            cells = [variant, path, str(r["calls"]), str(r["deployments"])]
+            cells += [f"{r[k]:.2f}" for k in TIMES]
+            print("  ".join(f"{c:>10}" for c in cells))
+    for variant in a.variants.split(","):
+        med = {p: {k: statistics.median(r[k] for r in runs[(variant, p)]) for k in TIMES}
+               for p in ("direct", "router")}  # fmt: skip
+        ratio = {k: med["router"][k] / med["direct"][k] for k in ("training", "process", "cpu")}
+        print(f"{variant}: router/direct (medians) training {ratio['training']:.2f}x, process "
+              f"{ratio['process']:.2f}x, cpu {ratio['cpu']:.2f}x; start-up router "
+              f"{med['router']['start']:.2f} s, direct {med['direct']['start']:.2f} s")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
