@@ -30,8 +30,13 @@ def test_down_past_allowed_fails_in_a_row_and_up_at_the_next_answer() -> None:
     health.answered("a")
     health.answered("a")
     assert records == [
-        {"type": "deployment", "deployment": "a", "state": "down", "failures": 3,
-         "error": "boom 2"},  # fmt: skip
+        {
+            "type": "deployment",
+            "deployment": "a",
+            "state": "down",
+            "failures": 3,
+            "error": "boom 2",
+        },
         {"type": "deployment", "deployment": "a", "state": "up", "down_for": 7.5},
     ]
     assert health.down == []
