@@ -17,8 +17,9 @@ encoding) out of both paths, so what is left is the paths' own difference.
 
 For each run: `process` is the child's wall time from spawn to exit; `start` the span from
 spawn to its first request (the first `llm_call`'s start in the run's ledger: its end minus its
-latency); `training` the ledger's span from `train_start` to the last event; `cpu` the child's
-user + system CPU. `router/direct` divides the Router runs' median by the direct runs' median.
+latency); `work` the span from that request to the ledger's last event (the same calls on both
+paths); `end` from that event to the exit; `cpu` the child's user + system CPU. `router/direct`
+divides the Router runs' median by the direct runs' median.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import Any
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
 MODEL = "openai/scripted"
-TIMES = ("start", "training", "end", "process", "cpu")
+TIMES = ("start", "work", "end", "process", "cpu")
 
 
 def serve(latency: float) -> None:
@@ -87,13 +88,12 @@ def train(root: Path, path: str, variant: str, urls: list[str], epochs: int) -> 
     events = [json.loads(x) for x in (root / "runs/r/events.jsonl").read_text().splitlines()]
     calls = [e for e in events if e["type"] == "llm_call"]
     first_call = min(stamp(e["t"]) - e["latency"] for e in calls)
-    begun = next(stamp(e["t"]) for e in events if e["type"] == "train_start")
     deployments = {e.get("deployment") for e in calls}
     return {
         "calls": len(calls),
         "process": process,
         "start": first_call - spawned,
-        "training": stamp(events[-1]["t"]) - begun,
+        "work": stamp(events[-1]["t"]) - first_call,
         "end": spawned + process - stamp(events[-1]["t"]),
         "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
         "deployments": len(deployments - {None}),
@@ -149,8 +149,8 @@ def main() -> None:
     for variant in a.variants.split(","):
         med = {p: {k: statistics.median(r[k] for r in runs[(variant, p)]) for k in TIMES}
                for p in ("direct", "router")}  # fmt: skip
-        ratio = {k: med["router"][k] / med["direct"][k] for k in ("training", "process", "cpu")}
-        print(f"{variant}: router/direct (medians) training {ratio['training']:.2f}x, process "
+        ratio = {k: med["router"][k] / med["direct"][k] for k in ("work", "process", "cpu")}
+        print(f"{variant}: router/direct (medians) work {ratio['work']:.2f}x, process "
               f"{ratio['process']:.2f}x, cpu {ratio['cpu']:.2f}x; start-up router "
               f"{med['router']['start']:.2f} s, direct {med['direct']['start']:.2f} s")  # fmt: skip
 
