@@ -1,7 +1,7 @@
 """The same training over litellm's Router (two deployments) and over the direct path (prints).
 
     python scripts/bench_deployments.py [--latency 0.1] [--epochs 1] [--repeats 2]
-                                        [--variants default,difflib]
+                                        [--variants default,difflib] [--cpu-calls 320]
 
 Two loopback OpenAI-compatible fake servers, each in its own process (so their CPU is not
 ours), answer the scripted world of the tests (`moscopt.testing.scripted`) after `--latency`
@@ -19,12 +19,14 @@ For each run: `process` is the child's wall time from spawn to exit; `start` the
 spawn to its first request (the first `llm_call`'s start in the run's ledger: its end minus its
 latency); `work` the span from that request to the ledger's last event (the same calls on both
 paths); `end` from that event to the exit; `cpu` the child's user + system CPU. `router/direct`
-divides the Router runs' median by the direct runs' median.
+divides the Router runs' median by the direct runs' median. Then `--cpu-calls` calls on each
+path from this process (a prompt of 3,200 characters, 16 at a time) give the CPU per call.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import resource
@@ -100,12 +102,50 @@ def train(root: Path, path: str, variant: str, urls: list[str], epochs: int) -> 
     }
 
 
+SYSTEM = {"role": "system", "content": "A skill's text. " * 200}
+
+
+async def waves(lm: Any, tag: str, n: int) -> None:
+    for start in range(0, n, 16):
+        asks = [[SYSTEM, {"role": "user", "content": f"Compute {i} + {tag}."}]
+                for i in range(start, start + 16)]  # fmt: skip
+        await asyncio.gather(*(lm.acomplete(messages) for messages in asks))
+
+
+async def timed(lm: Any, calls: int) -> float:
+    await waves(lm, "1", 32)
+    before = time.process_time()
+    await waves(lm, "2", calls)
+    return time.process_time() - before
+
+
+def cpu_per_call(urls: list[str], calls: int) -> dict[str, float]:
+    """Milliseconds of this process's CPU per call on each path, `calls` calls 16 at a time
+    (after 32 to warm up: litellm's import and the Router's construction are not counted)."""
+    from moscopt.config import Config, DeploymentConfig, LLMConfig
+    from moscopt.lm import build_lm
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+    deployments = [DeploymentConfig(model=MODEL, api_base=u) for u in urls]
+    configs = {
+        "direct": Config(model=MODEL, api_base=urls[0], llm=LLMConfig(cache=False)),
+        "router": Config(model=MODEL, llm=LLMConfig(cache=False, deployments=deployments)),
+    }
+    out = {}
+    for path, config in configs.items():
+        lm = build_lm(config)
+        out[path] = asyncio.run(timed(lm, calls)) / calls * 1000
+        lm.close()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--variants", default="default,difflib")
+    parser.add_argument("--cpu-calls", type=int, default=320, help="0: skip CPU per call")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.serve:
@@ -121,6 +161,7 @@ def main() -> None:
     urls = [s.stdout.readline().strip() for s in servers if s.stdout is not None]
     loads = [os.getloadavg()[0]]
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    cpu: dict[str, float] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for variant in a.variants.split(","):
@@ -132,6 +173,9 @@ def main() -> None:
                         r = train(root, path, variant, urls, a.epochs)
                         runs.setdefault((variant, path), []).append(r)
                         loads.append(os.getloadavg()[0])
+        if a.cpu_calls:
+            cpu = cpu_per_call(urls, a.cpu_calls)
+            loads.append(os.getloadavg()[0])
     finally:
         for s in servers:
             if s.stdin is not None:
@@ -153,6 +197,9 @@ def main() -> None:
         print(f"{variant}: router/direct (medians) work {ratio['work']:.2f}x, process "
               f"{ratio['process']:.2f}x, cpu {ratio['cpu']:.2f}x; start-up router "
               f"{med['router']['start']:.2f} s, direct {med['direct']['start']:.2f} s")  # fmt: skip
+    if cpu:
+        print(f"CPU per call ({a.cpu_calls} calls, 16 at a time, after litellm's import): router "
+              f"{cpu['router']:.2f} ms, direct {cpu['direct']:.2f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":
