@@ -1,7 +1,7 @@
 """The same training over litellm's Router (two deployments) and over the direct path (prints).
 
     python scripts/bench_deployments.py [--latency 0.1] [--epochs 1] [--repeats 2]
-                                        [--variants default,difflib] [--cpu-calls 320]
+                                        [--variants default,difflib] [--cpu-calls N]
 
 Two loopback OpenAI-compatible fake servers, each in its own process (so their CPU is not
 ours), answer the scripted world of the tests (`moscopt.testing.scripted`) after `--latency`
@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--variants", default="default,difflib")
-    parser.add_argument("--cpu-calls", type=int, default=320, help="0: skip CPU per call")
+    parser.add_argument("--cpu-calls", type=int, default=0, help="N: also CPU per call (untested)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.serve:
