@@ -128,7 +128,9 @@ def check_models(config: Config, roles: Sequence[Role] = ("agent", "optimizer"))
         from moscopt.agent.external import AgentCommand
 
         AgentCommand.from_config(config.agent)
-    checked = set()
+    # a model served by `llm.deployments` is checked deployment by deployment when its LM is
+    # built (`build_lm`), without waiting here for litellm's import
+    checked = {config.model} if config.llm.deployments else set()
     for role in roles:
         model = model_of(config, role)
         if model not in checked:

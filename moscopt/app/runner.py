@@ -81,6 +81,10 @@ def train(
 ) -> TrainOutcome:
     """Start a new run and train it to the end; `started` is told the run's path as soon as
     the run exists (before the models load)."""
+    if config.llm.deployments:  # litellm's Router: its import starts now, beside the loading
+        from moscopt.lm.litellm_env import preload
+
+        preload()
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
     for m in messages:
@@ -176,6 +180,8 @@ def _train(
         log_events=True,
     ) as lms:
         assert lms.optimizer is not None
+        if progress is not None:  # a deployment that goes down or comes back: the display
+            _show_deployments(lms.agent, progress)
         trainer = make_trainer(
             run=run,
             config=config,
@@ -214,6 +220,14 @@ def planned_calls(
 
     shape = shape_of(config, bench, splits, pool, start_epoch=state.epoch)
     return round(sum(p.calls for p in count(shape, worst_case(shape))))
+
+
+def _show_deployments(lm: Any, progress: Callable[[dict[str, Any]], None]) -> None:
+    from moscopt.run.ledger import CallSink
+
+    sink = getattr(lm, "events", None)
+    if isinstance(sink, CallSink):
+        sink.on_deployment = lambda e: progress({"event": "deployment", **e.model_dump()})
 
 
 def _changed(run: RunDir, state: Any) -> bool:

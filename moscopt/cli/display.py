@@ -71,6 +71,7 @@ class TrainDisplay:
         self.epoch_started: dict[int, float] = {}  # when this process saw each epoch begin
         self.first_epoch: int | None = None  # the epoch this process started in (a resume: >0)
         self.hinted = False
+        self.down: set[str] = set()  # deployments down now
         self._live: Any = None
         self._console: Any = None
         self._stop = threading.Event()
@@ -93,6 +94,9 @@ class TrainDisplay:
 
     def update(self, e: dict[str, Any]) -> None:
         if self.quiet:
+            return
+        if e.get("event") == "deployment":
+            self._print(self.deployment(e), cut=False)
             return
         now = self.clock()
         self.last_event = now
@@ -172,6 +176,16 @@ class TrainDisplay:
             return "finished"
         return None  # a step boundary: the live panel shows it, plain lines do not
 
+    def deployment(self, e: dict[str, Any]) -> str:
+        """The line of a deployment that went down or came back (the panel lists the down)."""
+        name = e["deployment"]
+        if e["state"] == "down":
+            self.down.add(name)
+            why = f": {e['error']}" if e.get("error") else ""
+            return f"deployment {name} down ({e['failures']} failures in a row){why}"
+        self.down.discard(name)
+        return f"deployment {name} back up after {_clock(e.get('down_for') or 0.0)}"
+
     def eta(self) -> str:
         """From the mean time of the epochs this process finished; before that (the first epoch,
         so all along a one-epoch run, or a resumed run's first), from the pace of the calls so
@@ -227,6 +241,8 @@ class TrainDisplay:
             )
         else:
             table.add_row("now", "starting: loading the benchmark, the pool and the model")
+        if self.down:
+            table.add_row("deployments", "down: " + ", ".join(sorted(self.down)))
         table.add_row("time", f"{_clock(now - self.start)} elapsed, ETA {self.eta()}")
         waiting = now - self.last_event
         table.add_row("last", f"{self.last_line} ({_clock(waiting)} ago)")

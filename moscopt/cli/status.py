@@ -192,6 +192,14 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             f"decisions accepted, {a['mean_samples']:.2f} samples per decision"
             + (f", mean paired gain of the accepted {diff:+.3f}" if diff is not None else "")
         )
+    for name, dep in sorted((d.get("deployments") or {}).items()):
+        now = f"down since {dep['since']}" if dep["down"] else "back up"
+        console.print(
+            f"deployment {name}: went down {dep['went_down']}x, {now} (down {dep['down_for']:.1f}"
+            f" s in all before coming back); last error: {dep['error'] or '-'}",
+            markup=False,
+            soft_wrap=True,
+        )
     console.print(
         f"calls {t['calls']} (cache hits {t['cache_hits']})   tokens "
         f"{t['prompt_tokens']}+{t['completion_tokens']}   cost ${t['cost']:.4f}"

@@ -54,6 +54,7 @@ def build_lm(
     field = "model" if role == "agent" else "optimizer_model"
     routed = bool(config.llm.deployments) and model == config.model
     transport: Transport | None = None
+    sink = _sink(events)
     if routed:
         from moscopt.lm.router import RouterTransport
 
@@ -65,6 +66,7 @@ def build_lm(
             config.llm.routing,
             timeout=config.llm.timeout,
             max_response_bytes=config.llm.max_response_bytes,
+            report=sink,
         )
     else:
         check_model(model, config.api_base, api_key=api_key, field=field)
@@ -84,7 +86,7 @@ def build_lm(
         api_base=None if routed else config.api_base,
         cache=cache,
         budget=budget or Budget(config.llm.max_calls, config.llm.max_cost),
-        events=_sink(events),
+        events=sink,
         api_key=api_key,
         transport=transport,
     )
@@ -174,13 +176,12 @@ def _sink(events: EventLog | EventSink | None) -> EventSink | None:
         return None
     append = getattr(events, "append", None)
     if append is not None and not isinstance(events, list):
-        from moscopt.run.ledger import LLMCall
+        from moscopt.run.ledger import lm_event
 
         log_append: Callable[..., Any] = append
 
         def to_log(record: dict[str, Any]) -> None:
-            # fields the ledger does not know yet are left out, as `ledger.CallSink` does
-            log_append(LLMCall(**{k: v for k, v in record.items() if k in LLMCall.model_fields}))
+            log_append(lm_event(record))
 
         return to_log
     if callable(events):

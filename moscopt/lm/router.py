@@ -8,8 +8,9 @@ honours each one's `rpm`/`tpm`, rests a failing one for `routing.cooldown` secon
 
 The client above is unchanged: the cache key names `Config.model` (the model's identity, not
 an endpoint), so every deployment shares the cache; the budget reserves and settles each call
-as for one endpoint; what fails past the Router is retried by the client as any `Fault`. The
-deployment that answered is recorded in the call's event (`deployment`).
+as for one endpoint, priced by the client; what fails past the Router is retried by the client
+as any `Fault`. The deployment that answered is recorded in the call's event (`deployment`); a
+deployment that goes down and comes back is a `deployment` event (`moscopt.lm.health`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
+from dataclasses import replace
 from typing import Any
 
 from moscopt.config import DeploymentConfig, RoutingConfig
 from moscopt.lm.base import LMRequest, public_url
+from moscopt.lm.health import DeploymentHealth, Report
 from moscopt.lm.litellm_env import alitellm, preload
 from moscopt.lm.litellm_transport import answer_of, call_litellm, litellm_fields
+from moscopt.lm.redact import redact
 from moscopt.lm.transport import DIRECT_PROVIDERS
 from moscopt.lm.wire import RawAnswer, marks_prompt_cache
 
@@ -37,8 +41,16 @@ def deployment_label(deployment: DeploymentConfig) -> str:
     return f"{deployment.model}@{where}" if where else deployment.model
 
 
-def model_list(group: str, deployments: list[DeploymentConfig], timeout: float) -> list[Any]:
-    """litellm's `model_list` for `deployments`: the primary group, then `<group>:fallback`."""
+def model_list(
+    group: str, deployments: list[DeploymentConfig], timeout: float, *, priced: bool = False
+) -> list[Any]:
+    """litellm's `model_list` for `deployments`: the primary group, then `<group>:fallback`.
+
+    Unless litellm must know the prices (`priced`: cost-based routing), each deployment is
+    declared free to litellm, so that its per-call pricing stops at once: on a model missing
+    from its price map it otherwise searched the map on every call (a third of the Router's
+    CPU per call). The client prices the answer itself, from the same map."""
+    prices = {} if priced else {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
     out: list[dict[str, Any]] = []
     for d in deployments:
         params: dict[str, Any] = {"model": d.model, "timeout": timeout, "max_retries": 0}
@@ -58,14 +70,18 @@ def model_list(group: str, deployments: list[DeploymentConfig], timeout: float) 
             {
                 "model_name": group + FALLBACK_SUFFIX if d.fallback else group,
                 "litellm_params": params,
-                "model_info": {"id": deployment_label(d)},
+                "model_info": {"id": deployment_label(d), **prices},
             }
         )
     return out
 
 
 class RouterTransport:
-    """One `Router.acompletion` per attempt, over `deployments` serving `group`."""
+    """One `Router.acompletion` per attempt, over `deployments` serving `group`.
+
+    `report` receives a record each time a deployment goes down or comes back
+    (`moscopt.lm.health`): the failures of the attempts the Router retried elsewhere reach it
+    through litellm's callbacks (`_FailureWatch`), the answers through each response."""
 
     def __init__(
         self,
@@ -75,6 +91,7 @@ class RouterTransport:
         *,
         timeout: float,
         max_response_bytes: int | None = None,
+        report: Report | None = None,
     ) -> None:
         self.group = group
         self._max_bytes = max_response_bytes
@@ -83,6 +100,8 @@ class RouterTransport:
         self._timeout = timeout
         self._marks = any(marks_prompt_cache(d.model) for d in deployments)
         self._secrets = [os.environ.get(d.api_key_env) for d in deployments if d.api_key_env]
+        self.health = DeploymentHealth(routing.allowed_fails, report)
+        self.labels = frozenset(deployment_label(d) for d in deployments)
         self._routers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
         self._routers = weakref.WeakKeyDictionary()  # litellm's clients belong to one loop
         preload()
@@ -95,10 +114,12 @@ class RouterTransport:
         router = self._routers.get(loop)
         if router is None:
             module = await alitellm()
+            _FailureWatch.install(module).add(self)
             fallbacks = [{self.group: [self.group + FALLBACK_SUFFIX]}]
             has_fallback = any(d.fallback for d in self._deployments)
+            priced = self._routing.strategy == "cost-based-routing"
             router = module.Router(
-                model_list=model_list(self.group, self._deployments, self._timeout),
+                model_list=model_list(self.group, self._deployments, self._timeout, priced=priced),
                 routing_strategy=self._routing.strategy,
                 num_retries=self._routing.retries,
                 allowed_fails=self._routing.allowed_fails,
@@ -120,12 +141,21 @@ class RouterTransport:
         response = await call_litellm(router.acompletion(**fields), budget, self._secrets)
         hidden = getattr(response, "_hidden_params", None) or {}
         deployment = hidden.get("model_id") if isinstance(hidden, dict) else None
-        return answer_of(
+        if deployment is not None:
+            self.health.answered(str(deployment))
+        raw = answer_of(
             response,
             str(deployment) if deployment is not None else None,
             secrets=self._secrets,
             max_bytes=self._max_bytes,
         )
+        return replace(raw, cost=None)  # the client prices it (see `model_list`)
+
+    def failed(self, deployment: str, error: BaseException | None) -> None:
+        """An attempt on `deployment` failed (told by litellm's failure callback)."""
+        if deployment in self.labels:
+            text = redact(f"{type(error).__name__}: {error}", self._secrets) if error else "failed"
+            self.health.failed(deployment, " ".join(text.split())[:300])
 
     async def aclose(self) -> None:
         self._routers.pop(asyncio.get_running_loop(), None)
@@ -133,3 +163,39 @@ class RouterTransport:
     def close(self) -> None:
         for loop in [lp for lp in self._routers if lp.is_closed()]:
             del self._routers[loop]
+
+
+class _FailureWatch:
+    """litellm's failure callback, installed once per process, telling every live
+    `RouterTransport` which deployment an attempt failed on (weakly held: a dropped transport
+    leaves it)."""
+
+    _installed: Any = None
+
+    @classmethod
+    def install(cls, module: Any) -> weakref.WeakSet[RouterTransport]:
+        if cls._installed is None:
+            from litellm.integrations.custom_logger import CustomLogger
+
+            transports: weakref.WeakSet[RouterTransport] = weakref.WeakSet()
+
+            class Watch(CustomLogger):
+                def __init__(self) -> None:
+                    super().__init__()
+                    self.transports = transports
+
+                async def async_log_failure_event(
+                    self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+                ) -> None:
+                    params = kwargs.get("litellm_params") or {}
+                    info = params.get("model_info") or {}
+                    deployment = info.get("id") if isinstance(info, dict) else None
+                    if deployment is not None:
+                        for transport in list(transports):
+                            transport.failed(str(deployment), kwargs.get("exception"))
+
+            watch = Watch()
+            module.callbacks.append(watch)
+            cls._installed = watch
+        found: weakref.WeakSet[RouterTransport] = cls._installed.transports
+        return found

@@ -132,6 +132,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "specialization": _specialization(run) if stored_router(state) is not None else None,
         "memory": describe(memory) if (memory := stored_memory(state)) is not None else None,
         "halting": _halting(run, state) if config.memory.halting.enabled else None,
+        "deployments": _deployments(run, state) if config.llm.deployments else None,
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),
         "totals": state.totals.model_dump(),
@@ -139,6 +140,25 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "certificate": _certificate(run, history),
         "export_warnings": _export_warnings(run),
     }
+
+
+def _deployments(run: RunDir, state: Any) -> dict[str, dict[str, Any]]:
+    """Per deployment that went down during the run (`deployment` events): how often, whether
+    it is down at the end, the seconds it was down and came back, its last error."""
+    out: dict[str, dict[str, Any]] = {}
+    from moscopt.run.ledger import DeploymentEvent
+
+    for e in run.read_events(state, ["deployment"]):
+        if not isinstance(e, DeploymentEvent):
+            continue
+        d = out.setdefault(
+            e.deployment, {"went_down": 0, "down": False, "down_for": 0.0, "error": None}
+        )
+        if e.state == "down":
+            d.update(went_down=d["went_down"] + 1, down=True, since=e.t, error=e.error)
+        else:
+            d.update(down=False, down_for=d["down_for"] + (e.down_for or 0.0))
+    return out
 
 
 def _halting(run: RunDir, state: Any) -> dict[str, Any]:

@@ -123,6 +123,26 @@ class LLMCall(BaseEvent):
     phase: str | None = None
 
 
+class DeploymentEvent(BaseEvent):
+    """A deployment behind the Router went down (past `routing.allowed_fails` failures in a
+    row: the Router rests it) or answered again (`moscopt.lm.health`)."""
+
+    type: Literal["deployment"] = "deployment"
+    deployment: str
+    state: Literal["down", "up"]
+    failures: int = 0  # failures in a row when it went down
+    error: str | None = None  # the last one's message
+    down_for: float | None = None  # seconds it was down (when it came back)
+
+
+def lm_event(record: dict[str, Any]) -> LLMCall | DeploymentEvent:
+    """The event of one record of the LM layer's sink: a `deployment` change, else a call.
+    Keys the ledger does not know are dropped, so a new field in the LM layer never breaks a
+    run."""
+    kind = DeploymentEvent if record.get("type") == "deployment" else LLMCall
+    return kind(**{k: v for k, v in record.items() if k in kind.model_fields and k != "type"})
+
+
 EditStatus = Literal["accepted", "rejected", "not_applied", "unusable"]
 
 
@@ -253,6 +273,7 @@ Event = Annotated[
     | Validation
     | RolloutEvent
     | LLMCall
+    | DeploymentEvent
     | EditEvent
     | EvolutionEvent
     | GateRestored
@@ -311,21 +332,30 @@ class EventLog:
 
 class CallSink:
     """The LM layer's event sink: each call record becomes an `llm_call` event, stamped with
-    where the trainer is (`where`, set by the engine). Keys the ledger does not know are
-    dropped, so a new field in the LM layer never breaks a run."""
+    where the trainer is (`where`, set by the engine); a deployment that goes down or comes
+    back, a `deployment` event, also told to `on_deployment` (the live display)."""
 
     def __init__(self, log: EventLog) -> None:
         self.log = log
         self.where: Callable[[], dict[str, Any]] = dict
         self.after: Callable[[], None] = _nothing  # told after each record (the live display)
+        self.on_deployment: Callable[[DeploymentEvent], None] = _ignore
 
     def __call__(self, record: dict[str, Any]) -> None:
-        known = {k: v for k, v in record.items() if k in LLMCall.model_fields}
-        self.log.append(LLMCall(**{**known, **self.where()}))
+        event = lm_event(record)
+        if isinstance(event, DeploymentEvent):
+            self.log.append(event)
+            self.on_deployment(event)
+            return
+        self.log.append(event.model_copy(update=self.where()))
         self.after()
 
 
 def _nothing() -> None:
+    return None
+
+
+def _ignore(event: DeploymentEvent) -> None:
     return None
 
 

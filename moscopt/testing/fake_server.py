@@ -18,7 +18,7 @@ an empty `choices` list).
 Every request is logged as a `ServerRequest` (outcome, parsed body, whether an Authorization
 header was present, never its value). `max_in_flight`: the most requests at once (each from its
 arrival until its answer starts out or its client hangs up). A context manager; `stop()` frees
-held requests and connections at once. `batches` serves the Batch and Files API (`fake_batch`).
+held requests and connections at once (`start()` reopens its port); `batches`: `fake_batch`.
 
 To keep the server's CPU out of a client's measurements, run it in its own process:
 `python -m moscopt.testing.fake_server --latency 0.1` prints its base URL on the first line of
@@ -101,6 +101,7 @@ class FakeServer:
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
+        self._last_port = 0
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -109,12 +110,11 @@ class FakeServer:
         if self._httpd is not None:
             return self
         self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd = _HTTPServer(("127.0.0.1", self._last_port), _Handler)  # a restart: same port
+        self._last_port = httpd.server_address[1]
         httpd.owner = self
         self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
