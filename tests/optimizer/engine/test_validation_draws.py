@@ -1,0 +1,73 @@
+"""More tasks, not only more repeats (issue 23, item 3): with `optimizer.val_look` smaller than
+the validation split, a decision's later looks draw tasks of the split it has not yet seen, the
+same ones for incumbent and candidate, and tasks come back only at a new sample index."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from moscopt.app.workspace import make_trainer
+from moscopt.lm.base import LMRequest
+from moscopt.optimizer.engine.validation import look_tasks
+from moscopt.testing import FakeLM
+from moscopt.testing.scripted import gold_of, make_run, splits
+
+
+def test_looks_walk_the_split_before_repeating_a_task() -> None:
+    assert look_tasks(6, 2, 0) == [(0, 0), (1, 0)]
+    assert look_tasks(6, 2, 2) == [(4, 0), (5, 0)]
+    assert look_tasks(6, 2, 3) == [(0, 1), (1, 1)]  # every task seen: the next sample index
+    assert look_tasks(5, 2, 2) == [(4, 0), (0, 1)]  # a look may wrap mid-way
+    assert look_tasks(4, 4, 3) == [(0, 3), (1, 3), (2, 3), (3, 3)]  # the whole split: repeats
+    with pytest.raises(ValueError, match="out of range"):
+        look_tasks(4, 5, 0)
+
+
+def _validator(tmp_path: Path, seed_dir: Path, lm: FakeLM, **cfg: Any) -> Any:
+    run, config, bench, _, seeds = make_run(tmp_path, seed_dir, **cfg)
+    trainer = make_trainer(
+        run=run, config=config, benchmark=bench, splits=splits(n_val=6),
+        agent_lm=lm, optimizer_lm=lm, seeds=seeds,
+    )  # fmt: skip
+    return trainer.ctx, trainer.validator
+
+
+def _asked(lm: FakeLM) -> set[tuple[int, int]]:
+    """(validation task number, sample index) of every agent call (val-i's gold is 2 i)."""
+    return {
+        (int(gold_of(r.messages[-1]["content"])) // 2, r.sample)
+        for r, p in zip(lm.history, lm.purposes, strict=True)
+        if p == "agent"
+    }
+
+
+def agent(request: LMRequest) -> str:
+    return f"FINAL ANSWER: {gold_of(request.messages[-1]['content'])}"
+
+
+ROUTES = {"agent": agent, "gate": lambda r: "ACTIVATE: careful-computation, detail-verifier"}
+
+
+def test_later_looks_draw_tasks_not_yet_seen(tmp_path: Path, seed_dir: Path) -> None:
+    """Regression: every look re-asked the same tasks at a new sample index; now look 1 asks the
+    next tasks of the split at sample 0 (the schedule is the same for every pool)."""
+    lm = FakeLM(routes=ROUTES)
+    ctx, validator = _validator(tmp_path, seed_dir, lm, **{"optimizer.val_look": 2})
+    first = asyncio.run(validator.rewards(ctx.pool, 0))
+    second = asyncio.run(validator.rewards(ctx.pool, 1))
+    assert len(first) == len(second) == 2
+    assert _asked(lm) == {(1, 0), (2, 0), (3, 0), (4, 0)}
+    asyncio.run(validator.rewards(ctx.pool, 3))  # the split is exhausted: repeats at sample 1
+    assert _asked(lm) - {(1, 0), (2, 0), (3, 0), (4, 0)} == {(1, 1), (2, 1)}
+    assert asyncio.run(validator.score(ctx.pool)) == 1.0  # the score: look 0, cached
+
+
+def test_without_val_look_every_look_is_the_whole_split(tmp_path: Path, seed_dir: Path) -> None:
+    lm = FakeLM(routes=ROUTES)
+    ctx, validator = _validator(tmp_path, seed_dir, lm)
+    asyncio.run(validator.rewards(ctx.pool, 1))
+    assert _asked(lm) == {(i, 1) for i in range(1, 7)}
