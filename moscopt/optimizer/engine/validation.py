@@ -90,7 +90,7 @@ class Validator:
         ctx.doing(f"{what} (0 of {len(plan)} tasks done)")
         agent = ctx.agent(pool, ctx.val_stats())
         rewards: list[float] = []
-        for sample, indices in _by_sample(plan):
+        for sample, indices in by_sample(plan):
             sample += self.first_sample
             with can_wait(ctx.config.llm.batch):  # validation can wait: `--batch` batches it
                 rollouts = await run_tasks(
@@ -176,7 +176,7 @@ def look_tasks(pool: int, size: int, look: int) -> list[tuple[int, int]]:
     return [((start + j) % pool, (start + j) // pool) for j in range(size)]
 
 
-def _by_sample(plan: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]]:
+def by_sample(plan: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]]:
     """The look's task indices grouped by sample index, in the look's order (one wrap at most:
     a look is never longer than the split)."""
     groups: dict[int, list[int]] = {}
