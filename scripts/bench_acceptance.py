@@ -41,7 +41,8 @@ the first `--tasks` of them (what `strict` sees), each further look the next tas
 (`moscopt.optimizer.engine.validation.look_tasks`). `--consistency c`: a prompt gives a task its
 usual answer on a share c of the samples (a model at a low temperature), so that repeats of a
 task carry less than new tasks. `--parts m`: graded rewards, m parts per answer (partial credit,
-`RuleWorld.parts`, scored by `moscopt.testing.worlds.grade_parts`). Train mode only.
+`RuleWorld.parts`, scored by `moscopt.testing.worlds.grade_parts`), `--agreement a` how much
+the parts of one answer stand or fall together. The pool is used in train mode only.
 
 Usage: python scripts/bench_acceptance.py [--decisions 200] [--per-incumbent 20]
        [--tasks 10,20] [--modes train,stream,stream-old] [--policies strict,paired]
@@ -231,7 +232,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
             p_without, p_with = min(p_inc, p_cand), max(p_inc, p_cand)
             world = RuleWorld(
                 held, RULE, p_without, p_with, base_seed=0, noise=args.noise,
-                consistency=args.consistency, parts=args.parts,
+                consistency=args.consistency, parts=args.parts, agreement=args.agreement,
             )  # fmt: skip
             with FakeServer(responder=world) as server:
                 overrides = {"model": "openai/fake", "api_base": server.url, "seed": 0}
@@ -286,7 +287,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
     print(
         f"{args.per_incumbent} decisions per incumbent, {args.decisions} per row, margin {MARGIN},"
         f" stream chunk {args.chunk}, noise={args.noise}, consistency {args.consistency}, "
-        f"{args.parts} part(s) per answer, {held}; ratio = calls per decision / strict's\n"
+        f"{args.parts} part(s) per answer (agreement {args.agreement}), {held}; "
+        "ratio = calls per decision / strict's\n"
     )
     head = (
         f"{'tasks':>5} {'mode':11} {'policy':7} {'scenario':24} {'n':>5} {'kept':>7} "
@@ -349,6 +351,7 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=0, help="held-out tasks (train mode)")
     parser.add_argument("--consistency", type=float, default=0.0, help="usual answers' share")
     parser.add_argument("--parts", type=int, default=1, help="parts per answer (graded)")
+    parser.add_argument("--agreement", type=float, default=0.5, help="graded: parts' agreement")
     args = parser.parse_args()
     args.tasks = [int(t) for t in args.tasks.split(",")]
     args.modes = args.modes.split(",")

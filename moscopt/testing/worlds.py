@@ -20,9 +20,10 @@ Two knobs make the world more like a real model and benchmark (scripts/bench_acc
   per task and prompt, whatever the sample index) rather than a fresh one, as a model at a low
   temperature does; a second sample of the same task then says little that the first did not.
 - `parts` > 1: graded answers (partial credit, like a fraction of test cases passed). Each of
-  the `parts` parts is right with the same probability, as one draw with the whole answer half
-  the time (`PART_AGREEMENT`: parts of one answer tend to stand or fall together), else on its
-  own; the answer ends with a `PARTS: k/m` line that `grade_parts` (a custom grader) scores k/m.
+  the `parts` parts is right with the same probability, as one draw with the whole answer with
+  probability `agreement` (parts of one answer tend to stand or fall together: two parts agree
+  beyond chance with correlation `agreement` squared), else on its own; the answer ends with a
+  `PARTS: k/m` line that `grade_parts` (a custom grader) scores k/m.
   The mean reward is still p.
 """
 
@@ -38,7 +39,6 @@ from typing import Any, Literal
 from moscopt.benchmarks.tasks import Grade, Task
 
 WRONG = "unknown"
-PART_AGREEMENT = 0.5  # the chance that a part of a graded answer shares the whole answer's draw
 _PARTS = re.compile(r"^PARTS: (\d+)/(\d+)$", re.MULTILINE)
 
 
@@ -52,11 +52,12 @@ class RuleWorld:
     noise: Literal["prompt", "rule", "seed"] = "prompt"
     consistency: float = 0.0
     parts: int = 1
+    agreement: float = 0.5  # the chance that a part shares the whole answer's draw
     _gold: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._gold = {t.prompt: str(t.gold) for t in self.tasks}
-        for p in (self.p_without, self.p_with, self.consistency):
+        for p in (self.p_without, self.p_with, self.consistency, self.agreement):
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"probabilities must be within [0, 1], got {p}")
         if self.parts < 1:
@@ -77,7 +78,7 @@ class RuleWorld:
         if self.parts == 1:
             return int(whole < p)
         draws = (
-            whole if _uniform(*key, "agree", j) < PART_AGREEMENT else _uniform(*key, "part", j)
+            whole if _uniform(*key, "agree", j) < self.agreement else _uniform(*key, "part", j)
             for j in range(self.parts)
         )
         return sum(u < p for u in draws)

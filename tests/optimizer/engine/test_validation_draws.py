@@ -71,3 +71,17 @@ def test_without_val_look_every_look_is_the_whole_split(tmp_path: Path, seed_dir
     ctx, validator = _validator(tmp_path, seed_dir, lm)
     asyncio.run(validator.rewards(ctx.pool, 1))
     assert _asked(lm) == {(i, 1) for i in range(1, 7)}
+
+
+def test_validation_keeps_graded_rewards(tmp_path: Path, seed_dir: Path) -> None:
+    """A grader's partial credit reaches the acceptance test as it is, not as 0/1."""
+    from moscopt.benchmarks import Benchmark
+
+    lm = FakeLM(routes={**ROUTES, "agent": lambda r: "PARTS: 3/4\nFINAL ANSWER: x"})
+    run, config, bench, _, seeds = make_run(tmp_path, seed_dir)
+    graded = {"grader": "custom", "grader_entry": "moscopt.testing.worlds:grade_parts"}
+    trainer = make_trainer(
+        run=run, config=config, benchmark=Benchmark(bench.spec.model_copy(update=graded)),
+        splits=splits(n_val=6), agent_lm=lm, optimizer_lm=lm, seeds=seeds,
+    )  # fmt: skip
+    assert asyncio.run(trainer.validator.rewards(trainer.ctx.pool, 0)) == [0.75] * 6
