@@ -5,6 +5,7 @@ same ones for incumbent and candidate, and tasks come back only at a new sample 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,11 @@ import pytest
 from moscopt.app.workspace import make_trainer
 from moscopt.lm.base import LMRequest
 from moscopt.optimizer.engine.validation import look_tasks
+from moscopt.run.ledger import EditEvent
+from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
-from moscopt.testing.scripted import gold_of, make_run, splits
+from moscopt.testing.scripted import MAGIC, edit, gold_of, make_run, splits, train_run
+from moscopt.testing.scripted import ROUTES as SCRIPTED
 
 
 def test_looks_walk_the_split_before_repeating_a_task() -> None:
@@ -85,3 +89,68 @@ def test_validation_keeps_graded_rewards(tmp_path: Path, seed_dir: Path) -> None
         splits=splits(n_val=6), agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip
     assert asyncio.run(trainer.validator.rewards(trainer.ctx.pool, 0)) == [0.75] * 6
+
+
+class Crash(BaseException):
+    pass
+
+
+def _draw(*parts: object) -> float:
+    return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:12], 16) / 16**12
+
+
+def noisy_agent(request: LMRequest) -> str:
+    """Right with a chance that depends on the prompt, the task and the sample index."""
+    system = request.messages[0]["content"] if request.messages[0]["role"] == "system" else ""
+    task = request.messages[-1]["content"]
+    p = 0.9 if MAGIC in system else 0.3
+    ok = _draw(system, task, request.sample) < p
+    return f"FINAL ANSWER: {gold_of(task) if ok else 0}"
+
+
+def noisy_propose(request: LMRequest) -> str:
+    x = _draw("propose", request.messages[-1]["content"], request.sample)
+    return edit("", MAGIC if x < 0.4 else f"Hint {int(x * 1e6)}: read the question twice.")
+
+
+class Noisy(FakeLM):
+    """Raises `Crash` on call number `crash_at` (0: never)."""
+
+    def __init__(self, crash_at: int = 0) -> None:
+        super().__init__(routes={**SCRIPTED, "agent": noisy_agent, "propose-skill": noisy_propose})
+        self.crash_at, self.count = crash_at, 0
+
+    async def acomplete(self, messages: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.count += 1
+        if self.count == self.crash_at:
+            raise Crash()
+        return await super().acomplete(messages, **kwargs)
+
+
+def _edits(run: RunDir) -> list[tuple[Any, ...]]:
+    out = []
+    for e in run.read_events(None, {"edit"}):
+        assert isinstance(e, EditEvent)
+        d = e.decision
+        evidence = None if d is None else (d.samples, d.n, d.mean_diff, d.low, d.high)
+        out.append((e.step, e.target, e.status, e.before, e.after, evidence))
+    return out
+
+
+def test_a_resumed_run_drawing_fresh_tasks_makes_the_same_decisions(
+    tmp_path: Path, seed_dir: Path
+) -> None:
+    cfg = {"optimizer.val_look": 3, "training.max_steps_per_epoch": 2}
+    ref, config, bench, sp, seeds = make_run(tmp_path / "ref", seed_dir, val_tasks=10, **cfg)
+    lm = Noisy()
+    train_run(ref, config, bench, sp, seeds, lm)
+    made = _edits(ref)
+    assert any(e[5] is not None and e[5][0] >= 2 for e in made)  # decisions took several looks
+    for fraction in (0.3, 0.7):
+        run, config, bench, sp, seeds = make_run(
+            tmp_path / str(fraction), seed_dir, val_tasks=10, **cfg
+        )
+        with pytest.raises(Crash):
+            train_run(run, config, bench, sp, seeds, Noisy(max(1, round(fraction * lm.count))))
+        train_run(RunDir.open(run.path), config, bench, sp, seeds, Noisy())
+        assert _edits(run) == made
