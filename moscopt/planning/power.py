@@ -93,8 +93,8 @@ def power_lines(power: dict[str, Any]) -> list[str]:
     return [
         f"power: with |V|={tasks} and up to {samples} sample(s) per decision, an edit is accepted "
         f"at least half the time from a true gain of {said(power['detectable_gain'])} (0/1 "
-        f"rewards, independent draws; graded rewards find smaller gains); {2 * tasks} validation tasks "
-        f"per look: {said(power['detectable_gain_with_twice_the_tasks'])}",
+        f"rewards, independent draws; graded rewards find smaller gains); {2 * tasks} "
+        f"validation tasks per look: {said(power['detectable_gain_with_twice_the_tasks'])}",
         f"evidence: {draws}",
         "evolution, gate restoration and lifecycle changes are kept only when the evidence bounds "
         f"their loss within optimizer.margin = {power['margin']:g} (non-inferiority: identical "
