@@ -35,9 +35,18 @@ as before issue 23; not run by default: in this world its figures equal training
 chunk of 4 tasks at 0.5 has a failure 15 times in 16). Runs whose live chunk had no failure make
 no edit and are not counted.
 
+More evidence per call (issue 23, item 3): `--pool N` holds N validation tasks for the
+decisions (the split of `optimizer.val_look` = the `--tasks` size): a decision's first look is
+the first `--tasks` of them (what `strict` sees), each further look the next tasks not yet seen
+(`moscopt.optimizer.engine.validation.look_tasks`). `--consistency c`: a prompt gives a task its
+usual answer on a share c of the samples (a model at a low temperature), so that repeats of a
+task carry less than new tasks. `--parts m`: graded rewards, m parts per answer (partial credit,
+`RuleWorld.parts`, scored by `moscopt.testing.worlds.grade_parts`), `--agreement a` how much
+the parts of one answer stand or fall together. The pool is used in train mode only.
+
 Usage: python scripts/bench_acceptance.py [--decisions 200] [--per-incumbent 20]
        [--tasks 10,20] [--modes train,stream,stream-old] [--policies strict,paired]
-       [--noise prompt|seed]
+       [--noise prompt|seed] [--pool N] [--consistency C] [--parts M]
 """
 
 from __future__ import annotations
@@ -58,6 +67,7 @@ from moscopt.core.skills import Pool
 from moscopt.core.stats import mean_ci
 from moscopt.lm.base import LM
 from moscopt.lm.factory import build_lm
+from moscopt.optimizer.engine.validation import by_sample, look_tasks
 from moscopt.optimizer.policies.acceptance import (
     Acceptance,
     Direction,
@@ -90,25 +100,31 @@ class Validator:
 
     lm: LM
     benchmark: Benchmark
-    tasks: Sequence[Task]
+    tasks: Sequence[Task]  # the held-out pool decisions draw from
+    look: int  # tasks per look
     first: int = 0  # the LM sample of a decision's sample 0
     offsets: dict[str, int] = field(default_factory=dict)  # per pool (--noise seed: per run)
     cache: dict[tuple[str, int], list[float]] = field(default_factory=dict)
     calls: Counter[str] = field(default_factory=Counter)
 
-    async def at(self, pool: Pool, s: int, role: str) -> list[float]:
-        s += self.offsets.get(pool.digest(), 0)
-        key = (pool.digest(), s)
+    async def at(self, pool: Pool, look: int, role: str, first: int) -> list[float]:
+        """The rewards of look `look`, its sample indices shifted by `first`."""
+        first += self.offsets.get(pool.digest(), 0)
+        key = (pool.digest(), look, first)
         if key not in self.cache:
             agent = SkillAgent(self.lm, self.benchmark, pool, FixedSkills(pool.names, "fixed"))
-            rollouts = await run_tasks(agent, self.tasks, concurrency=len(self.tasks), sample=s)
-            self.calls[role] += sum(r.calls for r in rollouts)
-            self.cache[key] = [r.reward for r in rollouts]
+            rewards = []
+            for s, indices in by_sample(look_tasks(len(self.tasks), self.look, look)):
+                chosen = [self.tasks[i] for i in indices]
+                rollouts = await run_tasks(agent, chosen, concurrency=len(chosen), sample=first + s)
+                self.calls[role] += sum(r.calls for r in rollouts)
+                rewards += [r.reward for r in rollouts]
+            self.cache[key] = rewards
         return self.cache[key]
 
     def rewards(self, pool: Pool, role: str) -> Rewards:
         async def of(s: int) -> list[float]:
-            return await self.at(pool, self.first + s, role)
+            return await self.at(pool, s, role, self.first)
 
         return of
 
@@ -147,7 +163,7 @@ async def run(
     if seed_runs:
         validator.offsets[incumbent.digest()] = 1000 * run_index
     if stream_chunk:
-        live = await validator.at(incumbent, 0, "incumbent")  # the stream's live answers
+        live = await validator.at(incumbent, 0, "incumbent", 0)  # the stream's live answers
         if min(live[-stream_chunk:]) >= 1.0:
             return None
     verdicts = []
@@ -192,17 +208,32 @@ class Row:
         return (self.candidate_calls + self.incumbent_calls) / max(1, len(self.verdicts))
 
 
-async def measure(args: argparse.Namespace) -> list[Row]:
+def world_benchmark(parts: int) -> Benchmark:
+    """The offline benchmark, graded by `grade_parts` when answers have parts."""
     benchmark = get_benchmark("offline")
-    biggest = max(args.tasks)
-    every = benchmark.load(sizes={"val": max(24, biggest)})["val"]
+    if parts == 1:
+        return benchmark
+    graded = {"grader": "custom", "grader_entry": "moscopt.testing.worlds:grade_parts"}
+    return Benchmark(benchmark.spec.model_copy(update=graded))
+
+
+async def measure(args: argparse.Namespace) -> list[Row]:
+    benchmark = world_benchmark(args.parts)
+    every = benchmark.load(sizes={"val": max(24, *args.tasks)})["val"]
+    more = benchmark.load(sizes={"val": max(24, *args.tasks) + args.pool})["val"]
+    ids = {t.id for t in every}
+    extra = [t for t in more if t.id not in ids]  # the pool: beyond the split's own tasks
     rows = []
     runs = max(1, args.decisions // args.per_incumbent)
     for tasks_n in args.tasks:
         tasks = every[:tasks_n]
+        held = [*tasks, *extra[: max(0, args.pool - tasks_n)]]
         for scenario, (p_inc, p_cand, direction) in SCENARIOS.items():
             p_without, p_with = min(p_inc, p_cand), max(p_inc, p_cand)
-            world = RuleWorld(tasks, RULE, p_without, p_with, base_seed=0, noise=args.noise)
+            world = RuleWorld(
+                held, RULE, p_without, p_with, base_seed=0, noise=args.noise,
+                consistency=args.consistency, parts=args.parts, agreement=args.agreement,
+            )  # fmt: skip
             with FakeServer(responder=world) as server:
                 overrides = {"model": "openai/fake", "api_base": server.url, "seed": 0}
                 config = load_config(None, {**overrides, "llm.cache": False, "llm.concurrency": 64})
@@ -211,7 +242,8 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                         continue  # the stream decides edits (its lifecycle: as in training)
                     for name in args.policies:
                         lm = build_lm(config, api_key="sk-fake")
-                        validator = Validator(lm, benchmark, tasks, first=MODES[mode])
+                        drawn = held if mode == "train" else tasks
+                        validator = Validator(lm, benchmark, drawn, tasks_n, first=MODES[mode])
                         policy = make_acceptance(name, margin=MARGIN)
                         await lm.acomplete([{"role": "user", "content": "warm-up"}])
                         before = server.count()
@@ -251,9 +283,12 @@ async def measure(args: argparse.Namespace) -> list[Row]:
 
 def report(rows: list[Row], args: argparse.Namespace) -> None:
     key = {(r.tasks, r.mode, r.scenario, r.policy): r for r in rows}
+    held = f"pool of {args.pool} held-out tasks" if args.pool else "no pool: looks repeat tasks"
     print(
         f"{args.per_incumbent} decisions per incumbent, {args.decisions} per row, margin {MARGIN},"
-        f" stream chunk {args.chunk}, noise={args.noise}; ratio = calls per decision / strict's\n"
+        f" stream chunk {args.chunk}, noise={args.noise}, consistency {args.consistency}, "
+        f"{args.parts} part(s) per answer (agreement {args.agreement}), {held}; "
+        "ratio = calls per decision / strict's\n"
     )
     head = (
         f"{'tasks':>5} {'mode':11} {'policy':7} {'scenario':24} {'n':>5} {'kept':>7} "
@@ -313,6 +348,10 @@ def main() -> None:
     parser.add_argument("--policies", default="strict,paired", help="strict and/or paired")
     parser.add_argument("--chunk", type=int, default=4, help="stream: live tasks per chunk")
     parser.add_argument("--noise", choices=("prompt", "seed"), default="prompt")
+    parser.add_argument("--pool", type=int, default=0, help="held-out tasks (train mode)")
+    parser.add_argument("--consistency", type=float, default=0.0, help="usual answers' share")
+    parser.add_argument("--parts", type=int, default=1, help="parts per answer (graded)")
+    parser.add_argument("--agreement", type=float, default=0.5, help="graded: parts' agreement")
     args = parser.parse_args()
     args.tasks = [int(t) for t in args.tasks.split(",")]
     args.modes = args.modes.split(",")

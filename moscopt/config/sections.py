@@ -102,7 +102,10 @@ class OptimizerConfig(Section):
     # strict: one sample, accept on a strictly higher mean (the paper); paired: the sequential
     # paired test of moscopt.optimizer.policies.acceptance
     acceptance: Literal["strict", "paired"] = "paired"
-    max_val_samples: int = Field(5, ge=1, description="sample indices per acceptance decision")
+    max_val_samples: int = Field(5, ge=1, description="looks per acceptance decision")
+    # tasks per look (None: the whole validation split, every look a new sample index); smaller
+    # than the split: later looks draw tasks of the split not yet seen (engine.validation)
+    val_look: int | None = Field(None, ge=1, description="validation tasks per look")
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="of the paired acceptance test")
     # the loss (in the reward's units) a change that buys something other than score may hide:
     # evolution, gate restoration and lifecycle operators are kept only when the paired test

@@ -90,7 +90,8 @@ class Plan:
         s = self.shape
         return {
             "n": s.n, "k": s.k, "epochs": s.epochs, "steps_per_epoch": s.train_steps,
-            "batch": s.batch, "val": s.val, "agent_steps": s.steps,
+            "batch": s.batch, "val": s.val, "val_pool": s.val_pool or s.val,
+            "agent_steps": s.steps,
             "gate_calls_per_rollout": s.gate_calls, "calls_per_rollout_max": s.rollout_calls,
             "max_val_samples": s.max_samples, "concurrency": s.concurrency,
             "evolution_cycles": s.evolution_epochs, "certificate_tasks": s.certificate,
@@ -147,13 +148,15 @@ def shape_of(
         epochs = range(start_epoch, config.training.epochs)
         cycles = sum((e + 1) % evo.every == 0 for e in epochs)
     halting = config.memory.halting
+    n_val = max(1, math.ceil(opt.p_val * len(splits.val)))
     niches = config.niches
     return Shape(
         n=n,
         k=k,
         epochs=max(0, config.training.epochs - start_epoch),
         batch_sizes=tuple(sizes),
-        val=max(1, math.ceil(opt.p_val * len(splits.val))),
+        val=min(opt.val_look or n_val, n_val),
+        val_pool=n_val,
         steps=steps,
         gate_calls=selections if routed else 0,
         llm_gate=uses_llm_gate(config, pool),
@@ -228,7 +231,9 @@ def make_plan(
         from moscopt.planning.power import power_summary
 
         opt = config.optimizer
-        power = power_summary(shape.val, opt.max_val_samples, opt.confidence, opt.margin)
+        power = power_summary(
+            shape.val, opt.max_val_samples, opt.confidence, opt.margin, pool=shape.val_pool
+        )
     parts = count(shape, measures)
     return Plan(shape, measures, parts, agent, optimizer, result, config.llm.max_calls, power)
 

@@ -47,7 +47,7 @@ class Shape:
     k: int
     epochs: int
     batch_sizes: tuple[int, ...]  # tasks per skill-editing minibatch, one epoch
-    val: int  # |V|: validation tasks used (optimizer.p_val of the split)
+    val: int  # |V|: validation tasks per look (optimizer.val_look, at most the split's p_val)
     steps: int  # T: agent steps per task
     gate_calls: int  # gate calls per rollout (0: no LLM gate; T: step-level gating)
     llm_gate: bool  # the gate is an editable LLM gate (gate phase, restoration)
@@ -70,6 +70,7 @@ class Shape:
     aggregate_calls: int = 0  # 1: an LLM aggregator ends each rollout (memory.halting)
     overlap: bool = True  # optimizer.overlap: independent optimizer calls asked at once
     certificate: int = 0  # held-out tasks x samples of the end-of-run certificate (0: off)
+    val_pool: int = 0  # validation tasks decisions draw from (0: `val`, every look repeats them)
 
     @property
     def rollout_calls(self) -> int:

@@ -7,7 +7,9 @@ stops) on simulated decisions: 0/1 rewards, the incumbent at success rate 0.5, t
 answers). Rewards that agree more between incumbent and candidate (a shared provider seed that
 the server honours, tasks that are always or never solved) make the test more powerful than this;
 it is a floor a user can act on, and the same simulation for twice the validation tasks says what
-more tasks would buy. Deterministic (a fixed seed); a few hundred milliseconds.
+more tasks would buy. Graded rewards (partial credit) carry more per call than 0/1 and fresh
+tasks more than repeats of the same ones when a model answers consistently: `power_lines` says
+which the config uses. Deterministic (a fixed seed); a few hundred milliseconds.
 """
 
 from __future__ import annotations
@@ -49,12 +51,18 @@ def detectable_gain(tasks: int, max_samples: int, confidence: float) -> float | 
     return None
 
 
-def power_summary(tasks: int, max_samples: int, confidence: float, margin: float) -> dict[str, Any]:
-    """The plan's power figures (`moscopt plan --json`: "power")."""
+def power_summary(
+    tasks: int, max_samples: int, confidence: float, margin: float, *, pool: int = 0
+) -> dict[str, Any]:
+    """The plan's power figures (`moscopt plan --json`: "power"); `tasks` per look, drawn from
+    `pool` held-out validation tasks (0: `tasks`, every look repeats them)."""
     here, more = (detectable_gain(n, max_samples, confidence) for n in (tasks, 2 * tasks))
+    pool = max(pool, tasks)
     return {
         "val_tasks": tasks,
+        "val_pool": pool,
         "max_val_samples": max_samples,
+        "fresh_looks": min(max_samples, pool // tasks),  # looks on tasks not yet seen
         "detectable_gain": here,  # accepted at least half the time (None: not even +0.5)
         "detectable_gain_with_twice_the_tasks": more,
         "margin": margin,
@@ -69,11 +77,25 @@ def power_lines(power: dict[str, Any]) -> list[str]:
         return f"+{gain:.2f}" if gain is not None else "no gain up to +0.5"
 
     tasks, samples = power["val_tasks"], power["max_val_samples"]
+    pool, fresh = power.get("val_pool", tasks), power.get("fresh_looks", 1)
+    if pool > tasks:
+        draws = (
+            f"each look draws {tasks} of the {pool} held-out validation tasks not yet seen "
+            f"(optimizer.val_look): {fresh} of the {samples} look(s) see fresh tasks"
+        )
+    else:
+        draws = (
+            f"every look repeats the same {tasks} tasks at a new sample index: a model that "
+            "answers a task the same way on most samples makes repeats overstate the evidence "
+            "(README); hold out more validation tasks than a look (optimizer.val_look) and later "
+            "looks draw fresh ones"
+        )
     return [
         f"power: with |V|={tasks} and up to {samples} sample(s) per decision, an edit is accepted "
         f"at least half the time from a true gain of {said(power['detectable_gain'])} (0/1 "
-        f"rewards, independent draws); {2 * tasks} validation tasks: "
-        f"{said(power['detectable_gain_with_twice_the_tasks'])}",
+        f"rewards, independent draws; graded rewards find smaller gains); {2 * tasks} "
+        f"validation tasks per look: {said(power['detectable_gain_with_twice_the_tasks'])}",
+        f"evidence: {draws}",
         "evolution, gate restoration and lifecycle changes are kept only when the evidence bounds "
         f"their loss within optimizer.margin = {power['margin']:g} (non-inferiority: identical "
         "answers need 4 looks on 10 tasks, 3 on 20, at 0.1)",

@@ -230,5 +230,8 @@ def test_power_names_the_smallest_detectable_gain_and_what_more_tasks_buy() -> N
     )
     assert acceptance_rate(0.0, 10, 5, 0.95) <= 0.08  # a no-op: about alpha
     text = " ".join(power_lines(power))
-    assert "from a true gain of +0.25" in text and "20 validation tasks: +0.15" in text
+    assert "from a true gain of +0.25" in text and "20 validation tasks per look: +0.15" in text
+    assert "every look repeats the same 10 tasks" in text
+    drawn = " ".join(power_lines(power_summary(10, 5, 0.95, 0.1, pool=30)))
+    assert "draws 10 of the 30 held-out validation tasks" in drawn and "3 of the 5 look" in drawn
     assert "optimizer.margin = 0.1" in text

@@ -1,7 +1,7 @@
 """Validation: the rewards of a pool on the validation split, per sample index, and the decisions
 of the acceptance policy between an incumbent pool and a candidate.
 
-Rewards are cached per (pool, gate view, sample index), so an incumbent is never paid twice: every
+Rewards are cached per (pool, gate view, look), so an incumbent is never paid twice: every
 decision against the same incumbent reuses its samples (and the LM's response cache makes a
 resumed run's re-validation free). Every evaluated sample is a `validation` event.
 
@@ -9,6 +9,17 @@ resumed run's re-validation free). Every evaluated sample is a `validation` even
 sample `first_sample + s`. The stream replays tasks its pool has just answered live (sample 0),
 so it starts at 1: the incumbent is measured on fresh samples, not read back from the cache as
 the very answers whose failures triggered the edit.
+
+More tasks, not only more repeats: the validation split is the pool of held-out tasks a decision
+draws from. With `optimizer.val_look` = L smaller than the split, look s of a decision evaluates L
+tasks: the first look the split's first L (the tasks every validation score is reported on),
+each further look the next L tasks of the split not yet seen (in the split's seeded order), and
+only once every task has been seen are tasks repeated, at the next sample index (`look_tasks`).
+The schedule is a pure function of the look, the same for every pool and decision: the incumbent
+and the candidate meet the same tasks, an incumbent's looks are cached and shared by every
+decision against it, and a resumed run makes the same decisions. Different tasks carry more
+information than repeats of the same ones: a model that answers a task the same way on most
+samples learns little from a second sample (scripts/bench_acceptance.py, `--consistency`).
 """
 
 from __future__ import annotations
@@ -44,53 +55,63 @@ class Validator:
         )
         self._rewards: dict[str, list[float]] = {}
 
-    def _key(self, pool: Pool, sample: int) -> str:
+    def _key(self, pool: Pool, look: int) -> str:
         stats = self.ctx.val_stats()
+        ids = ",".join(t.id for t in self.ctx.val_tasks)
         view = (
             f"{pool.digest()}|{sorted(stats.q.items())}|{sorted(stats.activations.items())}|"
-            f"{stats.enriched}|{sample}"
+            f"{stats.enriched}|{self.first_sample}|{self._look_size()}|{ids}|{look}"
         )
         return hashlib.sha256(view.encode()).hexdigest()
 
-    async def rewards(self, pool: Pool, sample: int = 0) -> list[float]:
-        """The reward of each validation task (in split order) for sample index `sample`."""
-        sample += self.first_sample
-        key = self._key(pool, sample)
+    def _look_size(self) -> int:
+        """Tasks per look: `optimizer.val_look`, at most the split (None: the whole split)."""
+        size = self.ctx.config.optimizer.val_look
+        return len(self.ctx.val_tasks) if size is None else min(size, len(self.ctx.val_tasks))
+
+    async def rewards(self, pool: Pool, look: int = 0) -> list[float]:
+        """The reward of each task of look `look` (`look_tasks`), in the look's order."""
+        key = self._key(pool, look)
         cached = self._rewards.get(key)
         if cached is not None:
             return cached
         ctx = self.ctx
         most = self._samples()
         of = f" of up to {most}" if most > 1 else ""
-        what = f"validating {self._label(pool)}: sample {sample + 1}{of}"
+        what = f"validating {self._label(pool)}: sample {look + 1}{of}"
+        plan = look_tasks(len(ctx.val_tasks), self._look_size(), look)
         done = 0
 
         def one_more(_: object) -> None:
             nonlocal done
             done += 1
-            ctx.doing(f"{what} ({done} of {len(ctx.val_tasks)} tasks done)")
+            ctx.doing(f"{what} ({done} of {len(plan)} tasks done)")
 
-        ctx.doing(f"{what} (0 of {len(ctx.val_tasks)} tasks done)")
-        with can_wait(ctx.config.llm.batch):  # validation can wait: `--batch` batches it
-            rollouts = await run_tasks(
-                ctx.agent(pool, ctx.val_stats()),
-                ctx.val_tasks,
-                concurrency=wave_concurrency(ctx.config.llm),
-                sample=sample,
-                on_rollout=one_more,
+        ctx.doing(f"{what} (0 of {len(plan)} tasks done)")
+        agent = ctx.agent(pool, ctx.val_stats())
+        rewards: list[float] = []
+        for sample, indices in by_sample(plan):
+            sample += self.first_sample
+            with can_wait(ctx.config.llm.batch):  # validation can wait: `--batch` batches it
+                rollouts = await run_tasks(
+                    agent,
+                    [ctx.val_tasks[i] for i in indices],
+                    concurrency=wave_concurrency(ctx.config.llm),
+                    sample=sample,
+                    on_rollout=one_more,
+                )
+            rewards += [r.reward for r in rollouts]
+            ctx.record(
+                Validation(
+                    **ctx.where(),
+                    pool=pool.digest()[:12],
+                    score=_mean([r.reward for r in rollouts]),
+                    tasks=len(rollouts),
+                    fallbacks=sum(r.activation == "fallback" for r in rollouts),
+                    sample=sample,
+                )
             )
-        rewards = [r.reward for r in rollouts]
         self._rewards[key] = rewards
-        ctx.record(
-            Validation(
-                **ctx.where(),
-                pool=pool.digest()[:12],
-                score=_mean(rewards),
-                tasks=len(rewards),
-                fallbacks=sum(r.activation == "fallback" for r in rollouts),
-                sample=sample,
-            )
-        )
         return rewards
 
     def _label(self, pool: Pool) -> str:
@@ -143,6 +164,25 @@ def decision(policy: Acceptance, verdict: Verdict) -> Decision:
         high=min(1.0, verdict.high),
         reason=verdict.reason,
     )
+
+
+def look_tasks(pool: int, size: int, look: int) -> list[tuple[int, int]]:
+    """(task index in the split, sample index) of each task of look `look` (from 0): looks
+    walk the split `size` tasks at a time, and a task comes back only after the whole split,
+    at the next sample index. With `size == pool`, look s is every task at sample s."""
+    if not 0 < size <= pool or look < 0:
+        raise ValueError(f"a look of {size} tasks out of {pool}, look {look}: out of range")
+    start = look * size
+    return [((start + j) % pool, (start + j) // pool) for j in range(size)]
+
+
+def by_sample(plan: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]]:
+    """The look's task indices grouped by sample index, in the look's order (one wrap at most:
+    a look is never longer than the split)."""
+    groups: dict[int, list[int]] = {}
+    for index, sample in plan:
+        groups.setdefault(sample, []).append(index)
+    return list(groups.items())
 
 
 def _mean(values: Sequence[float]) -> float:
