@@ -130,12 +130,19 @@ def policies_for(config: Config, skill_steps: int) -> Policies:
     """The engine's decision rules for `config`, over a run of `skill_steps` skill-editing
     steps (what the edit budget's schedule spans)."""
     from moscopt.optimizer.engine.policies import Policies
+    from moscopt.optimizer.policies.acceptance import make_acceptance
     from moscopt.optimizer.policies.edit_budget import EditBudget
     from moscopt.optimizer.policies.edit_targets import EditTargets
     from moscopt.optimizer.policies.gate_restoration import GateRestoration
 
     opt, gating = config.optimizer, config.gating
     return Policies(
+        acceptance=make_acceptance(
+            opt.acceptance,
+            confidence=opt.confidence,
+            max_samples=opt.max_val_samples,
+            margin=opt.margin,
+        ),
         budget=EditBudget(opt.schedule, opt.l_max, opt.l_min, max(1, skill_steps)),
         targets=EditTargets(opt.max_targets or config.pool.k),
         restoration=GateRestoration(gating.rebuild_threshold, gating.rebuild_window),

@@ -52,7 +52,7 @@ class Stream:
         size = opt.batch or opt.minibatch
         order = list(ctx.splits.train)
         self.chunks: list[list[Task]] = [order[i : i + size] for i in range(0, len(order), size)]
-        self.validator = Validator(ctx, first_sample=1)  # see `replay_on`
+        self.validator = Validator(ctx, policies.acceptance, first_sample=1)  # see `replay_on`
         self.editor = Editor(ctx, self.validator, policies.budget)
         self.gate = GatePhase(ctx, self.validator, self.editor, policies.restoration)
         self.skills = SkillsPhase(ctx, self.editor, self.gate, policies.targets)

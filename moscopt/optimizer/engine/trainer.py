@@ -73,7 +73,7 @@ class Trainer:
             state=state,
             extensions=extensions,
         )
-        self.validator = Validator(ctx)
+        self.validator = Validator(ctx, policies.acceptance)
         self.editor = Editor(ctx, self.validator, policies.budget)
         self.gate = GatePhase(ctx, self.validator, self.editor, policies.restoration)
         self.skills = SkillsPhase(ctx, self.editor, self.gate, policies.targets)

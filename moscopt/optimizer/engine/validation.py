@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from moscopt.agent.evaluate import run_tasks
 from moscopt.lm.batch import can_wait, wave_concurrency
-from moscopt.optimizer.policies.acceptance import Acceptance, Direction, Verdict, make_acceptance
+from moscopt.optimizer.policies.acceptance import Acceptance, Direction, Verdict
 from moscopt.run.ledger import Decision, Validation
 
 if TYPE_CHECKING:
@@ -39,20 +39,13 @@ if TYPE_CHECKING:
 
 
 class Validator:
-    """Scores pools on the validation split and decides between them."""
+    """Scores pools on the validation split and decides between them by `policy` (the one the
+    application layer built from `optimizer.acceptance`, `Policies.acceptance`)."""
 
-    def __init__(
-        self, ctx: Context, policy: Acceptance | None = None, *, first_sample: int = 0
-    ) -> None:
+    def __init__(self, ctx: Context, policy: Acceptance, *, first_sample: int = 0) -> None:
         self.ctx = ctx
         self.first_sample = first_sample
-        cfg = ctx.config.optimizer
-        self.policy = policy or make_acceptance(
-            cfg.acceptance,
-            confidence=cfg.confidence,
-            max_samples=cfg.max_val_samples,
-            margin=cfg.margin,
-        )
+        self.policy = policy
         self._rewards: dict[str, list[float]] = {}
 
     def _key(self, pool: Pool, look: int) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from moscopt.app.workspace import policies_for
 from moscopt.benchmarks import get_benchmark
 from moscopt.config import LifecycleConfig, load_config
 from moscopt.extensions.niches.competence import observe
@@ -161,7 +162,7 @@ def test_each_operator_is_validated_and_recorded(world_run: Any) -> None:
     profile(ns, "alpha", {"A": 1.0})  # fork alpha for A
     ctx.state.q = {"alpha": 1.0, "beta": 0.6, "gamma": 0.6, "delta": 0.5}
     profile(ns, "delta", {"C": 0.0}, times=3)  # seed for C
-    asyncio.run(lifecycle_cycle(ctx, Validator(ctx)))
+    asyncio.run(lifecycle_cycle(ctx, Validator(ctx, policies_for(ctx.config, 1).acceptance)))
     got = [(e.op, e.skills, e.created, e.accepted) for e in events(ctx)]
     assert got == [
         ("prune", ["delta"], None, True),
@@ -183,7 +184,7 @@ def test_a_change_that_hurts_is_rejected(world_run: Any) -> None:
     ns = live_niches(ctx)
     assert ns is not None
     ns.below["alpha"] = 10  # alpha alone holds rule A: without it, niche A fails
-    asyncio.run(lifecycle_cycle(ctx, Validator(ctx)))
+    asyncio.run(lifecycle_cycle(ctx, Validator(ctx, policies_for(ctx.config, 1).acceptance)))
     (event,) = events(ctx)
     assert (event.op, event.accepted) == ("prune", False)
     assert event.after is not None and event.before is not None and event.after < event.before
@@ -195,7 +196,7 @@ def test_seed_adds_a_skill_for_an_uncovered_niche(world_run: Any) -> None:
     ns = live_niches(ctx)
     assert ns is not None
     profile(ns, "alpha", {"C": 0.1}, times=3)
-    asyncio.run(lifecycle_cycle(ctx, Validator(ctx)))
+    asyncio.run(lifecycle_cycle(ctx, Validator(ctx, policies_for(ctx.config, 1).acceptance)))
     (event,) = events(ctx)
     assert (event.op, event.niche, event.created, event.accepted) == ("seed", "C", "c-seed", True)
     assert len(ctx.pool) == 5 and "evolve-lifecycle_seed" in lm.purposes
