@@ -56,11 +56,11 @@ def build_lm(
     transport: Transport | None = None
     sink = _sink(events)
     if routed:
-        from moscopt.lm.router import RouterTransport
+        from moscopt.lm.deployments import DeploymentsTransport
 
         for i, d in enumerate(config.llm.deployments):
             check_model(d.model, d.api_base, field=f"llm.deployments.{i}.model")
-        transport = RouterTransport(
+        transport = DeploymentsTransport(
             model,
             config.llm.deployments,
             config.llm.routing,

@@ -1,5 +1,5 @@
 """Transports through litellm: one provider (`LiteLLMTransport`), or litellm's Router over
-several deployments of one model (`RouterTransport`, see `moscopt.lm.router`).
+several deployments of one model (`DeploymentsTransport`, see `moscopt.lm.deployments`).
 
 Both send the fields of `moscopt.lm.wire.chat_body` (with Anthropic's system message marked
 for prompt caching), with litellm's and the provider SDK's own retries off: the client retries,

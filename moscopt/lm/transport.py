@@ -7,7 +7,7 @@ Every transport sends the body of `moscopt.lm.wire.chat_body` and returns a `Raw
   at an `api_base` (vLLM, llama.cpp, Ollama's OpenAI API, a LiteLLM proxy): litellm's own
   per-call work (5-7 ms of CPU) would dominate a fast local endpoint, httpx's connection pool
   costs several ms per call at 64 in flight, and aiohttp's import takes a third of a second.
-- `LiteLLMTransport` and `RouterTransport` (`moscopt.lm.litellm_transport`): every other
+- `LiteLLMTransport` and `DeploymentsTransport` (`moscopt.lm.litellm_transport`): every other
   provider, and several deployments behind litellm's Router.
 - `LocalTransport` (`moscopt.lm.local`): the embedded model, in process.
 

@@ -10,4 +10,10 @@
 - `vote`: the familiarity-weighted majority vote (the paper's aggregator).
 
 The router's export and loader are in `moscopt.exports.router`.
+
+"Router" has one meaning in moscopt: what picks a task's active skills (the `gate.Router`
+seam: the textual gate, a static table, the familiarity or hybrid router; the `router:`
+config section sets the familiarity router). litellm's Router, which spreads LLM calls over
+several endpoints, is always called *deployments* here (`moscopt.lm.deployments`,
+`llm.deployments`, `llm.routing`).
 """

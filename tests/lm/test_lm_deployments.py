@@ -14,7 +14,7 @@ import pytest
 from moscopt.config import Config, DeploymentConfig, LLMConfig, RoutingConfig
 from moscopt.errors import UserError
 from moscopt.lm import BudgetExceeded, build_lm
-from moscopt.lm.router import RouterTransport, deployment_label
+from moscopt.lm.deployments import DeploymentsTransport, deployment_label
 from moscopt.testing import FakeServer
 
 
@@ -47,7 +47,7 @@ def test_three_servers_one_failing_spread_the_load_and_lose_no_task(
 ) -> None:
     events: list[dict[str, Any]] = []
     lm = build_lm(config(servers, concurrency=8), cache_dir=tmp_path / "c", events=events.append)
-    assert isinstance(lm.transport, RouterTransport)
+    assert isinstance(lm.transport, DeploymentsTransport)
     n = 60
 
     async def run() -> list[Any]:

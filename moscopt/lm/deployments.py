@@ -76,7 +76,7 @@ def model_list(
     return out
 
 
-class RouterTransport:
+class DeploymentsTransport:
     """One `Router.acompletion` per attempt, over `deployments` serving `group`.
 
     `report` receives a record each time a deployment goes down or comes back
@@ -107,7 +107,7 @@ class RouterTransport:
         preload()
 
     def __repr__(self) -> str:
-        return f"RouterTransport({self.group!r}, {len(self._deployments)} deployments)"
+        return f"DeploymentsTransport({self.group!r}, {len(self._deployments)} deployments)"
 
     async def _router(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -167,17 +167,17 @@ class RouterTransport:
 
 class _FailureWatch:
     """litellm's failure callback, installed once per process, telling every live
-    `RouterTransport` which deployment an attempt failed on (weakly held: a dropped transport
+    `DeploymentsTransport` which deployment an attempt failed on (weakly held: a dropped transport
     leaves it)."""
 
     _installed: Any = None
 
     @classmethod
-    def install(cls, module: Any) -> weakref.WeakSet[RouterTransport]:
+    def install(cls, module: Any) -> weakref.WeakSet[DeploymentsTransport]:
         if cls._installed is None:
             from litellm.integrations.custom_logger import CustomLogger
 
-            transports: weakref.WeakSet[RouterTransport] = weakref.WeakSet()
+            transports: weakref.WeakSet[DeploymentsTransport] = weakref.WeakSet()
 
             class Watch(CustomLogger):
                 def __init__(self) -> None:
@@ -197,5 +197,5 @@ class _FailureWatch:
             watch = Watch()
             module.callbacks.append(watch)
             cls._installed = watch
-        found: weakref.WeakSet[RouterTransport] = cls._installed.transports
+        found: weakref.WeakSet[DeploymentsTransport] = cls._installed.transports
         return found
