@@ -153,14 +153,6 @@ class Rollout:
 _ROLLOUT_FIELDS = tuple(f.name for f in fields(Rollout))
 
 
-def minibatch_scores(rollouts: Sequence[Rollout]) -> tuple[float, float]:
-    """(hard, soft) of a batch: the fraction solved and the mean soft score (0, 0 if empty)."""
-    if not rollouts:
-        return 0.0, 0.0
-    n = len(rollouts)
-    return sum(r.success for r in rollouts) / n, sum(r.soft for r in rollouts) / n
-
-
 @dataclass
 class Usage:
     prompt_tokens: int = 0

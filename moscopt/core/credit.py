@@ -82,10 +82,6 @@ def assign_credit(
     return means
 
 
-def synergy_of(state: RunState, a: str, b: str) -> int:
-    return state.synergy.get(synergy_key(a, b), 0)
-
-
 def forget(state: RunState, name: str) -> None:
     """Drop an eliminated skill's statistics (its name stays used: slugs are never reused)."""
     state.q.pop(name, None)

@@ -2,9 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from moscopt.core.credit import Outcome, assign_credit, forget, synergy_of
+from moscopt.core.credit import Outcome, assign_credit, forget
 from moscopt.optimizer.policies.edit_budget import budget, clamp
-from moscopt.run.state import RunState
+from moscopt.run.state import RunState, synergy_key
+
+
+def synergy_of(state: RunState, a: str, b: str) -> int:
+    """C(a, b) as credit counts it (0 for a pair never selected together)."""
+    return state.synergy.get(synergy_key(a, b), 0)
 
 
 def test_credit_matches_the_papers_rules() -> None:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from moscopt.agent.harness import Rollout, minibatch_scores
-from moscopt.core.credit import Outcome, assign_credit, synergy_of
-from moscopt.run.state import RunState
+from moscopt.agent.harness import Rollout
+from moscopt.core.credit import Outcome, assign_credit
+from moscopt.run.state import RunState, synergy_key
+
+
+def synergy_of(state: RunState, a: str, b: str) -> int:
+    """C(a, b) as credit counts it (0 for a pair never selected together)."""
+    return state.synergy.get(synergy_key(a, b), 0)
 
 
 def test_every_selection_is_credited() -> None:
@@ -65,13 +70,7 @@ def test_active_is_every_selected_skill_in_order() -> None:
     assert r.active == ("b", "a", "c") and r.sources == ("gate",) * 3
 
 
-def test_minibatch_hard_and_soft_scores() -> None:
-    rollouts = [
-        Rollout(str(i), (), "none", [], "", None, reward)
-        for i, reward in enumerate([1.0, 0.5, 0.0, 1.0])
-    ]
-    hard, soft = minibatch_scores(rollouts)
-    assert hard == pytest.approx(0.5)  # fraction solved
-    assert soft == pytest.approx(0.625)  # mean reward (the graders' partial credit)
-    assert rollouts[1].soft == 0.5 and not rollouts[1].success
-    assert minibatch_scores([]) == (0.0, 0.0)
+def test_a_rollout_is_solved_only_at_full_reward_and_keeps_its_partial_credit() -> None:
+    solved, partial = (Rollout(str(i), (), "none", [], "", None, r) for i, r in enumerate([1, 0.5]))
+    assert solved.success and solved.soft == 1.0
+    assert partial.soft == 0.5 and not partial.success
