@@ -2,7 +2,7 @@
 
     python scripts/bench_cache.py [--tasks 2000] [--repeat 3] [--ops 5000]
 
-One loopback OpenAI-compatible fake server (`python -m moscopt.testing.fake_server`, its own
+One loopback OpenAI-compatible fake server (`moscopt.testing.loopback.ServerProcess`, its own
 process, no latency: its CPU is not counted) answers every call. Each row runs
 `moscopt eval --mode none --concurrency 64` on `--tasks` additions in a fresh process, as a user
 runs it, with the response cache on (the default) in a new `MOSCOPT_HOME`:
@@ -21,9 +21,7 @@ microseconds per operation (best of `--repeat`).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -31,48 +29,17 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's moscopt, as in the children
 
-SPEC = """\
-name: sums
-description: "Additions for the cache benchmark"
-source:
-  local:
-    files: [sums.jsonl]
-    fields: {id: id, question: question, answer: answer}
-splits: {train: %d, val: %d, test: %d, seed: 1}
-grader: exact
-"""
+from moscopt.testing.loopback import ServerProcess, child_cpu, write_sums  # noqa: E402
 
 
-def write_work(work: Path, n: int) -> None:
-    rows = [
-        {"id": f"s{i}", "question": f"Compute {i} + {i + 7}.", "answer": str(2 * i + 7)}
-        for i in range(n)
-    ]
-    (work / "sums.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    train = n // 2
-    val = (n - train) // 2
-    (work / "sums.yaml").write_text(SPEC % (train, val, n - train - val))
-
-
-def child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def stats(url: str) -> dict[str, int]:
-    import urllib.request
-
-    with urllib.request.urlopen(url.removesuffix("/v1") + "/_fake/stats") as r:
-        return dict(json.loads(r.read()))
-
-
-def eval_cpu(url: str, work: Path, home: Path, *, cache: bool) -> tuple[float, int]:
+def eval_cpu(server: ServerProcess, work: Path, home: Path, *, cache: bool) -> tuple[float, int]:
     """One `moscopt eval` in a fresh process: its CPU seconds and the calls the server saw."""
     cmd = [
         sys.executable, "-m", "moscopt", "eval", "--benchmark", str(work / "sums.yaml"),
         "--data", str(work / "sums.jsonl"), "--split", "all", "--mode", "none",
-        "--model", "openai/fake", "--api-base", url, "--concurrency", "64", "--json",
+        "--model", "openai/fake", "--api-base", server.url, "--concurrency", "64", "--json",
         "--out", str(work / f"out-{time.monotonic_ns()}.jsonl"),
     ]  # fmt: skip
     if not cache:
@@ -81,25 +48,26 @@ def eval_cpu(url: str, work: Path, home: Path, *, cache: bool) -> tuple[float, i
     env.pop("MOSCOPT_CACHE_DIR", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.setdefault("OPENAI_API_KEY", "no-key")
-    before, calls = child_cpu(), stats(url)["requests"]
+    before, calls = child_cpu(), server.requests()
     done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"eval failed ({done.returncode}): {done.stderr[-2000:]}")
-    return child_cpu() - before, stats(url)["requests"] - calls
+    return child_cpu() - before, server.requests() - calls
 
 
-def rows(url: str, tasks: int) -> dict[str, tuple[float, int, int]]:
+def rows(server: ServerProcess, tasks: int) -> dict[str, tuple[float, int, int]]:
     """Per row: CPU of `tasks` minus CPU of 16 tasks, and the calls of each."""
     figures: dict[str, list[tuple[float, int]]] = {}
     for n in (16, tasks):
         with tempfile.TemporaryDirectory() as d:
             work = Path(d)
-            write_work(work, n)
-            figures.setdefault("fresh eval", []).append(eval_cpu(url, work, work / "h", cache=True))
-            figures.setdefault("cached rerun", []).append(
-                eval_cpu(url, work, work / "h", cache=True)
-            )
-            figures.setdefault("no cache", []).append(eval_cpu(url, work, work / "n", cache=False))
+            write_sums(work, n, description="Additions for the cache benchmark")
+            for name, home, cache in (
+                ("fresh eval", "h", True), ("cached rerun", "h", True), ("no cache", "n", False)
+            ):  # fmt: skip
+                figures.setdefault(name, []).append(
+                    eval_cpu(server, work, work / home, cache=cache)
+                )
     return {name: (big[0] - small[0], small[1], big[1]) for name, (small, big) in figures.items()}
 
 
@@ -134,22 +102,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--ops", type=int, default=5000)
     args = parser.parse_args()
-    sys.path.insert(0, str(REPO))  # this checkout's moscopt, as in the children
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moscopt.testing.fake_server", "--latency", "0"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore"),
-    )
-    assert server.stdout is not None and server.stdin is not None
-    url = server.stdout.readline().strip()
-    try:
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
+    with ServerProcess(0.0, env=env) as server:
         print(f"{args.tasks} tasks minus 16, concurrency 64, {os.cpu_count()} CPUs, "
               f"load {os.getloadavg()[0]:.2f}, best of {args.repeat}")  # fmt: skip
         best: dict[str, tuple[float, int, int]] = {}
         for _ in range(args.repeat):
-            for name, found in rows(url, args.tasks).items():
+            for name, found in rows(server, args.tasks).items():
                 if name not in best or found[0] < best[name][0]:
                     best[name] = found
         for name, (cpu, calls16, calls) in best.items():
@@ -160,9 +119,6 @@ def main() -> None:
         puts, gets = zip(*(store_alone(args.ops) for _ in range(args.repeat)), strict=True)
         print(f"  store alone  : put {min(puts):.1f} us, get {min(gets):.1f} us ({args.ops} ops)")
         print(f"load at the end {os.getloadavg()[0]:.2f}")
-    finally:
-        server.stdin.close()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ counted even where PYTHONDONTWRITEBYTECODE is set.
 3. An evaluation, as a user gets it: `moscopt eval` of `--tasks` additions (`--split all`, the
    default mode `none`, the response cache on, a fresh cache for each run so every task is a
    call) against a loopback OpenAI-compatible fake server in its own process
-   (`python -m moscopt.testing.fake_server`, `--latency` seconds per answer). For each
+   (`moscopt.testing.loopback.ServerProcess`, `--latency` seconds per answer). For each
    concurrency c, the median of `--process-repeat` runs of: `start` (spawn to the server's
    first request), `eval` (the first request to the last answer, as the server saw them),
    `end` (the last answer to the exit), `process` (spawn to exit) and `process - ideal`, where
@@ -30,31 +30,19 @@ counted even where PYTHONDONTWRITEBYTECODE is set.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-SPEC = """\
-name: sums
-description: "Additions for the start-up benchmark"
-source:
-  local:
-    files: [sums.jsonl]
-    fields: {id: id, question: question, answer: answer}
-splits: {train: %d, val: %d, test: %d, seed: 1}
-grader: exact
-answer_instructions: "End with FINAL ANSWER: <n>"
-"""
+sys.path.insert(0, str(REPO))
+
+from moscopt.testing.loopback import ServerProcess, child_cpu, write_sums  # noqa: E402
 
 
 def child_env(work: Path) -> dict[str, str]:
@@ -67,11 +55,6 @@ def child_env(work: Path) -> dict[str, str]:
     env["MOSCOPT_HOME"] = str(work / "home")
     env.setdefault("OPENAI_API_KEY", "no-key")
     return env
-
-
-def child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
@@ -108,45 +91,8 @@ def startup(args: argparse.Namespace, work: Path, env: dict[str, str]) -> None:
         )
 
 
-class Server:
-    """The fake server in its own process (its CPU is not the client's), controlled over HTTP."""
-
-    def __init__(self, latency: float, env: dict[str, str]) -> None:
-        cmd = [sys.executable, "-W", "ignore::RuntimeWarning", "-m", "moscopt.testing.fake_server"]
-        cmd += ["--latency", str(latency)]
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
-        )
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
-        self.root = self.url.removesuffix("/v1")
-
-    def stats(self) -> dict[str, Any]:
-        with urllib.request.urlopen(self.root + "/_fake/stats") as r:
-            return dict(json.loads(r.read()))
-
-    def reset(self) -> None:
-        urllib.request.urlopen(urllib.request.Request(self.root + "/_fake/reset", method="POST"))
-
-    def stop(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=10)
-
-
-def write_tasks(work: Path, n: int) -> None:
-    rows = [
-        {"id": f"s{i}", "question": f"Compute {i} + {i + 7}.", "answer": str(2 * i + 7)}
-        for i in range(n)
-    ]
-    (work / "sums.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    train = n // 2
-    val = (n - train) // 2
-    (work / "sums.yaml").write_text(SPEC % (train, val, n - train - val))
-
-
 def eval_once(
-    server: Server, work: Path, env: dict[str, str], c: int, *flags: str
+    server: ServerProcess, work: Path, env: dict[str, str], c: int, *flags: str
 ) -> dict[str, float]:
     """One `moscopt eval` against `server`: its phases in seconds (see the module docstring)."""
     tag = time.monotonic_ns()
@@ -179,9 +125,13 @@ def eval_once(
 
 
 def whole_process(args: argparse.Namespace, work: Path, env: dict[str, str]) -> None:
-    write_tasks(work, args.tasks)
-    server = Server(args.latency, env)
-    try:
+    write_sums(
+        work,
+        args.tasks,
+        description="Additions for the start-up benchmark",
+        extra='answer_instructions: "End with FINAL ANSWER: <n>"\n',
+    )
+    with ServerProcess(args.latency, env=env) as server:
         eval_once(server, work, env, max(args.concurrency))  # unmeasured: writes the bytecode
         first = [eval_once(server, work, env, 1, "--limit", "1") for _ in range(args.repeat)]
         print(
@@ -208,8 +158,6 @@ def whole_process(args: argparse.Namespace, work: Path, env: dict[str, str]) -> 
                 f"{m['process']:9.2f} {m['process'] - ideal:17.2f} {m['cpu']:6.2f} "
                 f"{int(m['calls']):6d}"
             )
-    finally:
-        server.stop()
 
 
 def main() -> None:

@@ -45,15 +45,6 @@ MODEL = "openai/scripted"
 TIMES = ("start", "work", "end", "process", "cpu")
 
 
-def serve(latency: float) -> None:
-    from moscopt.testing.fake_server import FakeServer
-    from moscopt.testing.scripted import server_responder
-
-    with FakeServer(latency=latency, responder=server_responder) as server:
-        print(server.url, flush=True)
-        sys.stdin.read()
-
-
 def stamp(t: str) -> float:
     return datetime.fromisoformat(t).timestamp()
 
@@ -146,19 +137,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--variants", default="default,difflib")
     parser.add_argument("--cpu-calls", type=int, default=0, help="N: also CPU per call (untested)")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
-    if a.serve:
-        serve(a.latency)
-        return
+    from moscopt.testing.loopback import ServerProcess
     from moscopt.testing.scripted import write_project
 
-    cmd = [sys.executable, str(HERE), "--serve", "--latency", str(a.latency)]
-    servers = [
-        subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
-    urls = [s.stdout.readline().strip() for s in servers if s.stdout is not None]
+    responder = "moscopt.testing.scripted:server_responder"
+    servers = [ServerProcess(a.latency, responder=responder) for _ in range(2)]
+    urls = [s.url for s in servers]
     loads = [os.getloadavg()[0]]
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     cpu: dict[str, float] = {}
@@ -178,9 +163,7 @@ def main() -> None:
             loads.append(os.getloadavg()[0])
     finally:
         for s in servers:
-            if s.stdin is not None:
-                s.stdin.close()
-            s.wait(timeout=10)
+            s.stop()
     print(f"latency {a.latency * 1000:.0f} ms, {a.epochs} epoch(s), {a.repeats} repeats; "
           f"load average {min(loads):.2f}-{max(loads):.2f}")  # fmt: skip
     head = ("variant", "path", "calls", "deploys", *(f"{k} s" for k in TIMES))

@@ -24,65 +24,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from moscopt.config import Config, LLMConfig, SamplingConfig
 from moscopt.lm import LiteLLMClient, ResponseCache, build_lm
-from moscopt.testing.fake_server import RESET_PATH, STATS_PATH
+from moscopt.testing.loopback import ServerProcess
 
 SAMPLING = SamplingConfig(temperature=0.0, top_p=1.0, max_tokens=16)
-
-
-class RemoteServer:
-    """A `FakeServer` in a child process, controlled over HTTP."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def stats(self) -> dict[str, Any]:
-        import httpx
-
-        return dict(httpx.get(self.url.removesuffix("/v1") + STATS_PATH).json())
-
-    def count(self) -> int:
-        return int(self.stats()["requests"])
-
-    def reset(self) -> None:
-        import httpx
-
-        httpx.post(self.url.removesuffix("/v1") + RESET_PATH)
-
-
-@contextlib.contextmanager
-def fake_server(latency: float) -> Iterator[RemoteServer]:
-    module = "moscopt.testing.fake_server"
-    cmd = [sys.executable, "-W", "ignore::RuntimeWarning", "-m", module, "--latency", str(latency)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        yield RemoteServer(proc.stdout.readline().strip())
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def msgs(i: int, tag: str = "") -> Any:
     return [{"role": "user", "content": f"task {tag}{i}: what is {i} + {i}?"}]
 
 
-def client(server: RemoteServer, transport: str, concurrency: int, cache_dir: Path | None) -> Any:
+def client(server: ServerProcess, transport: str, concurrency: int, cache_dir: Path | None) -> Any:
     return LiteLLMClient(
         "openai/fake-model",
         sampling=SAMPLING,
@@ -100,7 +59,7 @@ async def run_batch(lm: Any, n: int, tag: str) -> float:
     return time.perf_counter() - started
 
 
-async def warm_then_run(lm: Any, server: RemoteServer, warm: int, n: int, tag: str) -> float:
+async def warm_then_run(lm: Any, server: ServerProcess, warm: int, n: int, tag: str) -> float:
     """Warm up in the same event loop (imports, a full connection pool), then time `n` calls."""
     await run_batch(lm, warm, tag + "warm")
     server.reset()
@@ -108,7 +67,7 @@ async def warm_then_run(lm: Any, server: RemoteServer, warm: int, n: int, tag: s
 
 
 def throughput(transport: str, tmp: Path, reps: int) -> None:
-    with fake_server(0.1) as server:
+    with ServerProcess(0.1) as server:
         for n, conc in ((256, 32), (32, 1)):
             ideal = n / conc * 0.1
             lm = client(server, transport, conc, tmp / f"tp-{transport}-{conc}")
@@ -123,11 +82,11 @@ def throughput(transport: str, tmp: Path, reps: int) -> None:
                 f"server max in flight {server.stats()['max_in_flight']}"
             )
             if conc == 32:
-                before = server.count()
+                before = server.requests()
                 again = asyncio.run(run_batch(lm, n, "r0-x"))
                 print(
                     f"  [{transport:7}] repeat of the same {n} calls: "
-                    f"{server.count() - before} requests reached the server, {again:.3f} s, "
+                    f"{server.requests() - before} requests reached the server, {again:.3f} s, "
                     f"cache hits {lm.stats.cache_hits}"
                 )
             lm.close()
@@ -136,7 +95,7 @@ def throughput(transport: str, tmp: Path, reps: int) -> None:
 def overhead(transport: str, tmp: Path, n: int) -> None:
     import httpx
 
-    with fake_server(0.0) as server:
+    with ServerProcess(0.0) as server:
         lm = client(server, transport, 1, tmp / f"oh-{transport}")
 
         async def through_moscopt(tag: str) -> list[float]:

@@ -37,7 +37,6 @@ import json
 import math
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -47,18 +46,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
-SPEC = """\
-name: sums
-description: "Additions for the peer benchmark"
-source:
-  local:
-    files: [sums.jsonl]
-    fields: {id: id, question: question, answer: answer}
-splits: {train: %d, val: %d, test: %d, seed: 1}
-grader: exact
-answer_instructions: "End with FINAL ANSWER: <n>"
-"""
+sys.path.insert(0, str(REPO))
 
+from moscopt.testing.loopback import ServerProcess, child_cpu, write_sums  # noqa: E402
 
 # -- the server (a child process) ----------------------------------------------------------------
 
@@ -73,44 +63,6 @@ def respond(body: dict[str, Any]) -> str:
     m = re.search(r"Compute (\d+) \+ (\d+)", last)
     gold = int(m.group(1)) + int(m.group(2)) if m else 0
     return f"[[ ## answer ## ]]\nFINAL ANSWER: {gold}\n\n[[ ## completed ## ]]"
-
-
-def serve(latency: float) -> None:
-    from moscopt.testing.fake_server import FakeServer
-
-    with FakeServer(latency=latency, responder=respond) as server:
-        print(server.url, flush=True)
-        sys.stdin.read()
-
-
-class Server:
-    """The fake server in a child process, controlled over HTTP."""
-
-    def __init__(self, latency: float) -> None:
-        cmd = [sys.executable, str(HERE), "--serve", "--latency", str(latency)]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
-        self.root = self.url.removesuffix("/v1")
-
-    def stats(self) -> dict[str, Any]:
-        import urllib.request
-
-        with urllib.request.urlopen(self.root + "/_fake/stats") as r:
-            return dict(json.loads(r.read()))
-
-    def reset(self) -> None:
-        import urllib.request
-
-        urllib.request.urlopen(urllib.request.Request(self.root + "/_fake/reset", method="POST"))
-
-    def stop(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=10)
-
-
-# -- the peers (each in a child process) ---------------------------------------------------------
 
 
 def tasks(path: Path) -> list[dict[str, str]]:
@@ -182,19 +134,12 @@ def installed(peer: str) -> bool:
 
 
 def write_work(work: Path, n: int) -> None:
-    rows = [
-        {"id": f"s{i}", "question": f"Compute {i} + {i + 7}.", "answer": str(2 * i + 7)}
-        for i in range(n)
-    ]
-    (work / "sums.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    train = n // 2
-    val = (n - train) // 2
-    (work / "sums.yaml").write_text(SPEC % (train, val, n - train - val))
-
-
-def child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    write_sums(
+        work,
+        n,
+        description="Additions for the peer benchmark",
+        extra='answer_instructions: "End with FINAL ANSWER: <n>"\n',
+    )
 
 
 class Timed:
@@ -213,7 +158,9 @@ class Timed:
         self.out = done.stdout
 
 
-def compare(server: Server, args: argparse.Namespace, work: Path, env: dict[str, str]) -> None:
+def compare(
+    server: ServerProcess, args: argparse.Namespace, work: Path, env: dict[str, str]
+) -> None:
     peers = [p for p in args.peers.split(",") if p]
     for p in peers:
         if not installed(p):
@@ -242,7 +189,7 @@ def compare(server: Server, args: argparse.Namespace, work: Path, env: dict[str,
             )
 
 
-def cpu_per_call(server: Server, args: argparse.Namespace, env: dict[str, str]) -> None:
+def cpu_per_call(server: ServerProcess, args: argparse.Namespace, env: dict[str, str]) -> None:
     print(f"moscopt CPU per call ({args.cpu_tasks} tasks minus 16, concurrency 64):")
     for mode in ("none", "mixture"):
         figures = []
@@ -264,7 +211,6 @@ def cpu_per_call(server: Server, args: argparse.Namespace, env: dict[str, str]) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("-c", type=int, default=1, help=argparse.SUPPRESS)
@@ -276,32 +222,29 @@ def main() -> None:
     parser.add_argument("--skip-cpu", action="store_true")
     parser.add_argument("--peers", default="moscopt,gepa,dspy")
     args = parser.parse_args()
-    if args.serve:
-        serve(args.latency)
-        return
     if args.peer:
         run = {"gepa": run_gepa, "dspy": run_dspy}[args.peer]
         print(run(args.url, args.c, Path(args.data)))
         return
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
-    server = Server(args.latency)
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            work = Path(d)
-            env = dict(os.environ, MOSCOPT_HOME=str(work / "home"), PYTHONWARNINGS="ignore")
-            # litellm (under GEPA and DSPy) would otherwise fetch its price map at import time
-            env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-            env.setdefault("OPENAI_API_KEY", "no-key")
-            write_work(work, args.tasks)
-            print(
-                f"{args.tasks} tasks, server latency {args.latency * 1e3:.0f} ms, "
-                f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}"
-            )
-            compare(server, args, work, env)
-            if not args.skip_cpu:
-                cpu_per_call(server, args, env)
-    finally:
-        server.stop()
+    responder = f"{HERE}:respond"
+    with (
+        ServerProcess(args.latency, responder=responder) as server,
+        tempfile.TemporaryDirectory() as d,
+    ):
+        work = Path(d)
+        env = dict(os.environ, MOSCOPT_HOME=str(work / "home"), PYTHONWARNINGS="ignore")
+        # litellm (under GEPA and DSPy) would otherwise fetch its price map at import time
+        env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        env.setdefault("OPENAI_API_KEY", "no-key")
+        write_work(work, args.tasks)
+        print(
+            f"{args.tasks} tasks, server latency {args.latency * 1e3:.0f} ms, "
+            f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}"
+        )
+        compare(server, args, work, env)
+        if not args.skip_cpu:
+            cpu_per_call(server, args, env)
 
 
 if __name__ == "__main__":

@@ -46,15 +46,6 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def serve(latency: float) -> None:
-    from moscopt.testing.fake_server import FakeServer
-    from moscopt.testing.scripted import server_responder
-
-    with FakeServer(latency=latency, responder=server_responder) as server:
-        print(server.url, flush=True)
-        sys.stdin.read()
-
-
 def stamp(t: str) -> float:
     return datetime.fromisoformat(t).timestamp()
 
@@ -121,19 +112,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
-    if a.serve:
-        serve(a.latency)
-        return
+    from moscopt.testing.loopback import ServerProcess
     from moscopt.testing.scripted import write_project
 
-    cmd = [sys.executable, str(HERE), "--serve", "--latency", str(a.latency)]
-    server = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert server.stdout is not None and server.stdin is not None
-    url = server.stdout.readline().strip()
     rows, pools = [], set()
-    try:
+    responder = "moscopt.testing.scripted:server_responder"
+    with ServerProcess(a.latency, responder=responder) as server:
+        url = server.url
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(a.repeats):
                 for name, extra in ROWS.items():
@@ -150,9 +136,6 @@ def main() -> None:
                          r["idle"], r["call"], r["process"], waves * a.latency,
                          again["process"], again["calls"])
                     )  # fmt: skip
-    finally:
-        server.stdin.close()
-        server.wait(timeout=10)
     print(f"latency {a.latency * 1000:.0f} ms, {a.epochs} epochs; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
     head = ("config", "calls", "waves", "waves/step", "training s", "idle s", "call ms",
