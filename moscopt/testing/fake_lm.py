@@ -13,6 +13,10 @@ asked for more than it set up).
 Structured calls parse and validate the reply exactly as the real client does, raising
 `LMOutputError`. `history` records every request in call order; `stats` counts like the real
 client (no cache: every call is a call).
+
+Crash tests choose their kill point by progress: `FakeLM(crash_at=n)` raises `Crash` on its n-th
+call, `crash_on_call(n, respond)` on the n-th call of one responder. `Crash` is a
+`BaseException`, which nothing in moscopt catches: the run stops there as if killed.
 """
 
 from __future__ import annotations
@@ -29,6 +33,27 @@ from moscopt.lm.structured import with_data
 Answer = str | BaseException | Callable[[LMRequest], str]
 
 
+class Crash(BaseException):
+    """A crash at a chosen point of progress (see the module docstring)."""
+
+
+def crash_on_call(n: int, respond: Callable[[LMRequest], str]) -> Callable[[LMRequest], str]:
+    """`respond`, except that its `n`-th call (from 1) raises `Crash`."""
+    calls = 0
+    lock = threading.Lock()
+
+    def crashing(request: LMRequest) -> str:
+        nonlocal calls
+        with lock:
+            calls += 1
+            now = calls
+        if now == n:
+            raise Crash()
+        return respond(request)
+
+    return crashing
+
+
 class FakeLM:
     """Scripted `LM`: see the module docstring."""
 
@@ -41,8 +66,11 @@ class FakeLM:
         model: str = "fake/model",
         cost_per_call: float = 0.0,
         budget: Budget | None = None,
+        crash_at: int = 0,
     ) -> None:
+        """`crash_at`: the call (from 1) that raises `Crash` (0: none)."""
         self._model = model
+        self.crash_at = crash_at
         self.responder = responder
         self.routes = dict(routes or {})
         self.cost_per_call = cost_per_call
@@ -90,6 +118,8 @@ class FakeLM:
         with self._lock:
             self.history.append(request)
             self.purposes.append(purpose)
+            if len(self.history) == self.crash_at:
+                raise Crash()
             answer: Answer | None = self._queue.popleft() if self._queue else None
         reservation = self.budget.reserve(self.cost_per_call)
         reservation.settle(self.cost_per_call)

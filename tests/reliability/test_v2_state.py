@@ -13,15 +13,12 @@ import pytest
 from moscopt.routing.engine import stored_router
 from moscopt.run.ledger_read import read_events
 from moscopt.testing import FakeLM
+from moscopt.testing.fake_lm import Crash, crash_on_call
 from moscopt.testing.router_world import make_router_run, trainer_routes
 from moscopt.testing.scripted import train_run
 
 # the v2 fields the add-ons kept, by the names their parts have now
 V2_FIELDS = {"niches": "niches", "memory": "memory", "familiarity": "router"}
-
-
-class Crash(BaseException):
-    pass
 
 
 def as_v2(path: Path) -> dict[str, Any]:
@@ -47,14 +44,7 @@ def test_a_v2_state_resumes_to_the_heads_of_an_uninterrupted_run(
     assert reference is not None
 
     run, config, bench, sp, seeds, world = make_router_run(tmp_path / "crash", seed_dir)
-    calls = 0
-
-    def crashing(request: Any) -> str:
-        nonlocal calls
-        calls += 1
-        if calls == crash_at:
-            raise Crash()
-        return world.respond(request)
+    crashing = crash_on_call(crash_at, world.respond)
 
     with pytest.raises(Crash):
         crash_lm = FakeLM(routes={**trainer_routes(world), "agent": crashing})

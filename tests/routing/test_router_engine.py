@@ -15,12 +15,12 @@ from typing import Any, ClassVar
 import pytest
 
 from moscopt.embedding.hashing import HashingEmbedder
-from moscopt.lm.base import LMRequest
 from moscopt.routing import engine as routing_engine
 from moscopt.routing.gate import schema_ids
 from moscopt.routing.router import FamiliarityRouter
 from moscopt.run.ledger_read import read_events
 from moscopt.testing import FakeLM
+from moscopt.testing.fake_lm import Crash, crash_on_call
 from moscopt.testing.router_world import (
     gate_learning_routes,
     make_router_run,
@@ -62,10 +62,6 @@ def test_familiarity_policy_routes_with_no_llm_call_and_explores_only_rolling_ou
     assert saved["view"]["epoch"] == 1
 
 
-class Crash(BaseException):
-    pass
-
-
 @pytest.mark.parametrize("crash_at", [5, 23, 40])
 def test_an_interrupted_run_resumes_to_the_same_heads(
     tmp_path: Path, seed_dir: Path, crash_at: int
@@ -75,14 +71,7 @@ def test_an_interrupted_run_resumes_to_the_same_heads(
     reference = routing_engine.stored_router(ref.load_state())
 
     run, config, bench, sp, seeds, world = make_router_run(tmp_path / "crash", seed_dir)
-    calls = 0
-
-    def crashing(request: LMRequest) -> str:
-        nonlocal calls
-        calls += 1
-        if calls == crash_at:
-            raise Crash()
-        return world.respond(request)
+    crashing = crash_on_call(crash_at, world.respond)
 
     with pytest.raises(Crash):
         train_run(

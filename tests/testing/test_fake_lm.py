@@ -69,3 +69,20 @@ def test_routes_dispatch_on_the_calls_purpose_not_its_wording() -> None:
     assert reflect.text == "- analysis"
     with pytest.raises(AssertionError, match="'agent'"):
         lm.complete([{"role": "user", "content": "z"}], purpose="agent")
+
+
+def test_crash_points_are_chosen_by_call_number() -> None:
+    from moscopt.testing.fake_lm import Crash, crash_on_call
+
+    lm = FakeLM(responder=lambda r: "ok", crash_at=3)
+    assert [lm.complete([{"role": "user", "content": "x"}]).text for _ in range(2)] == ["ok"] * 2
+    with pytest.raises(Crash):
+        lm.complete([{"role": "user", "content": "x"}])
+    assert lm.complete([{"role": "user", "content": "x"}]).text == "ok"  # only that call
+    respond = crash_on_call(2, lambda r: "answer")
+    routed = FakeLM(routes={"agent": respond}, responder=lambda r: "other")
+    assert routed.complete([{"role": "user", "content": "a"}], purpose="agent").text == "answer"
+    assert routed.complete([{"role": "user", "content": "b"}], purpose="gate").text == "other"
+    with pytest.raises(Crash):  # the second call of that route, whatever came between
+        routed.complete([{"role": "user", "content": "c"}], purpose="agent")
+    assert not isinstance(Crash(), Exception)  # nothing in moscopt catches it

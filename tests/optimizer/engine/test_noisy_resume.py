@@ -23,6 +23,7 @@ from moscopt.lm.base import LMRequest
 from moscopt.run.ledger import CertificateEvent, EditEvent, EvolutionEvent, GateRestored
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
+from moscopt.testing.fake_lm import Crash
 from moscopt.testing.scripted import MAGIC, ROUTES, edit, gold_of, make_run, skill_name, train_run
 
 SEEDS = Path(__file__).resolve().parents[3] / "skills"
@@ -32,10 +33,6 @@ OVERRIDES: dict[str, Any] = {
     "training.max_steps_per_epoch": 2,
 }
 FRACTIONS = (0.04, 0.12, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.97)
-
-
-class Crash(BaseException):
-    pass
 
 
 def draw(*parts: object) -> float:
@@ -97,27 +94,18 @@ def decisions(run: RunDir) -> list[tuple[Any, ...]]:
     return out
 
 
-class Counting(FakeLM):
+def noisy(crash_at: int = 0) -> FakeLM:
     """The noisy world; raises `Crash` on call number `crash_at` (0: never)."""
-
-    def __init__(self, crash_at: int = 0) -> None:
-        super().__init__(routes=ROUTES_NOISY)
-        self.crash_at, self.count = crash_at, 0
-
-    async def acomplete(self, messages: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        self.count += 1
-        if self.count == self.crash_at:
-            raise Crash()
-        return await super().acomplete(messages, **kwargs)
+    return FakeLM(routes=ROUTES_NOISY, crash_at=crash_at)
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, int]:
     root = tmp_path_factory.mktemp("noisy-ref")
     run, config, bench, sp, seeds = make_run(root, SEEDS, val_tasks=10, **OVERRIDES)
-    lm = Counting()
+    lm = noisy()
     train_run(run, config, bench, sp, seeds, lm)
-    return run, lm.count
+    return run, len(lm.history)
 
 
 def test_the_noisy_world_makes_varied_decisions(reference: tuple[RunDir, int]) -> None:
@@ -140,8 +128,8 @@ def test_a_killed_and_resumed_run_makes_the_same_decisions(
     run, config, bench, sp, seeds = make_run(tmp_path, SEEDS, val_tasks=10, **OVERRIDES)
     crash_at = max(1, round(fraction * calls))
     with pytest.raises(Crash):
-        train_run(run, config, bench, sp, seeds, Counting(crash_at))
-    resumed = train_run(RunDir.open(run.path), config, bench, sp, seeds, Counting())
+        train_run(run, config, bench, sp, seeds, noisy(crash_at))
+    resumed = train_run(RunDir.open(run.path), config, bench, sp, seeds, noisy())
     assert resumed.state.status == "done"
     assert decisions(run) == decisions(ref_run)
     assert run.load_pool() == ref_run.load_pool()

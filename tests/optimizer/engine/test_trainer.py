@@ -13,6 +13,7 @@ from moscopt.optimizer.engine import Trainer
 from moscopt.run.ledger import GateRestored
 from moscopt.run.ledger_read import read_events
 from moscopt.testing import FakeLM
+from moscopt.testing.fake_lm import Crash, crash_on_call
 from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond, scripted_lm, train_run
 
 
@@ -81,10 +82,6 @@ def test_single_skill_mode_makes_no_gate_call(tmp_path: Path, seed_dir: Path) ->
     assert {e.activation for e in read_events(run.events.path, kinds={"rollout"})} == {"single"}
 
 
-class Crash(BaseException):
-    pass
-
-
 # The scripted run makes 86 calls: crash points cover every phase of both epochs.
 @pytest.mark.parametrize("crash_at", [3, 15, 30, 45, 60, 70, 80, 85])
 def test_interrupted_run_resumes_to_the_same_pool(
@@ -99,14 +96,7 @@ def test_interrupted_run_resumes_to_the_same_pool(
     run, config, bench, sp, seeds = make_run(
         tmp_path / "crash", seed_dir, **{"evolution.enabled": True, "credit.c_min": 1}
     )
-    calls = 0
-
-    def crashing(request: LMRequest) -> str:
-        nonlocal calls
-        calls += 1
-        if calls == crash_at:
-            raise Crash()
-        return respond(request)
+    crashing = crash_on_call(crash_at, respond)
 
     with pytest.raises(Crash):
         train_run(run, config, bench, sp, seeds, FakeLM(responder=crashing))

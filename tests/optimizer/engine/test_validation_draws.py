@@ -17,6 +17,7 @@ from moscopt.optimizer.engine.validation import look_tasks
 from moscopt.run.ledger import EditEvent
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
+from moscopt.testing.fake_lm import Crash
 from moscopt.testing.scripted import MAGIC, edit, gold_of, make_run, splits, train_run
 from moscopt.testing.scripted import ROUTES as SCRIPTED
 
@@ -91,10 +92,6 @@ def test_validation_keeps_graded_rewards(tmp_path: Path, seed_dir: Path) -> None
     assert asyncio.run(trainer.validator.rewards(trainer.ctx.pool, 0)) == [0.75] * 6
 
 
-class Crash(BaseException):
-    pass
-
-
 def _draw(*parts: object) -> float:
     return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:12], 16) / 16**12
 
@@ -113,18 +110,11 @@ def noisy_propose(request: LMRequest) -> str:
     return edit("", MAGIC if x < 0.4 else f"Hint {int(x * 1e6)}: read the question twice.")
 
 
-class Noisy(FakeLM):
+def noisy(crash_at: int = 0) -> FakeLM:
     """Raises `Crash` on call number `crash_at` (0: never)."""
-
-    def __init__(self, crash_at: int = 0) -> None:
-        super().__init__(routes={**SCRIPTED, "agent": noisy_agent, "propose-skill": noisy_propose})
-        self.crash_at, self.count = crash_at, 0
-
-    async def acomplete(self, messages: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        self.count += 1
-        if self.count == self.crash_at:
-            raise Crash()
-        return await super().acomplete(messages, **kwargs)
+    return FakeLM(
+        routes={**SCRIPTED, "agent": noisy_agent, "propose-skill": noisy_propose}, crash_at=crash_at
+    )
 
 
 def _edits(run: RunDir) -> list[tuple[Any, ...]]:
@@ -142,15 +132,16 @@ def test_a_resumed_run_drawing_fresh_tasks_makes_the_same_decisions(
 ) -> None:
     cfg = {"optimizer.val_look": 3, "training.max_steps_per_epoch": 2}
     ref, config, bench, sp, seeds = make_run(tmp_path / "ref", seed_dir, val_tasks=10, **cfg)
-    lm = Noisy()
+    lm = noisy()
     train_run(ref, config, bench, sp, seeds, lm)
     made = _edits(ref)
     assert any(e[5] is not None and e[5][0] >= 2 for e in made)  # decisions took several looks
+    calls = len(lm.history)
     for fraction in (0.3, 0.7):
         run, config, bench, sp, seeds = make_run(
             tmp_path / str(fraction), seed_dir, val_tasks=10, **cfg
         )
         with pytest.raises(Crash):
-            train_run(run, config, bench, sp, seeds, Noisy(max(1, round(fraction * lm.count))))
-        train_run(RunDir.open(run.path), config, bench, sp, seeds, Noisy())
+            train_run(run, config, bench, sp, seeds, noisy(max(1, round(fraction * calls))))
+        train_run(RunDir.open(run.path), config, bench, sp, seeds, noisy())
         assert _edits(run) == made
