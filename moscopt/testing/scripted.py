@@ -205,3 +205,13 @@ def write_project(root: Path, seed_dir: Path, config: str = "") -> None:
         for i in range(1, 15)
     ]
     (root / "addition.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def train_argv(url: str, run: str, *extra: str, model: str = "openai/scripted") -> list[str]:
+    """`moscopt train` arguments for a `write_project` project against the server at `url`: N 3,
+    K 2, one epoch of one step, no evolution, into `run`; `extra` flags at the end."""
+    return [
+        "train", "--benchmark", "addition.yaml", "--model", model, "--api-base", url,
+        "--data", "addition.jsonl", "--n", "3", "--k", "2", "--epochs", "1",
+        "--steps-per-epoch", "1", "--run", run, "--no-evolution", *extra,
+    ]  # fmt: skip

@@ -23,7 +23,7 @@ from moscopt.lm.batch import BatchTransport, can_wait
 from moscopt.lm.batch_store import BatchStore
 from moscopt.lm.errors import BudgetExceeded
 from moscopt.testing import FakeServer
-from moscopt.testing.scripted import server_responder, write_project
+from moscopt.testing.scripted import server_responder, train_argv, write_project
 
 runner = CliRunner()
 MODEL = "openai/gpt-4o-mini"  # priced in litellm's map, with a batch price
@@ -252,12 +252,7 @@ def test_a_model_that_cannot_batch_is_refused_naming_the_flag(
 
 
 def train(url: str, run: str, *extra: str) -> list[str]:
-    return [
-        "train", "--benchmark", "addition.yaml", "--model", MODEL, "--api-base", url,
-        "--data", "addition.jsonl", "--n", "3", "--k", "2", "--epochs", "1",
-        "--steps-per-epoch", "1", "--run", run, "--no-evolution", "--no-cache",
-        "--set", "llm.batch_poll=0.01", *extra,
-    ]  # fmt: skip
+    return train_argv(url, run, "--no-cache", "--set", "llm.batch_poll=0.01", *extra, model=MODEL)
 
 
 def calls(run: Path) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from moscopt.lm.legacy import SQLITE_FILE
 from moscopt.lm.wire import dumps
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import server_responder, write_project
+from moscopt.testing.scripted import train_argv as train
 
 runner = CliRunner()
 KEY = "a" * 64
@@ -141,14 +142,6 @@ def test_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         for me in "abc"
         for i in range(150)
     )
-
-
-def train(url: str, run: str) -> list[str]:
-    return [
-        "train", "--benchmark", "addition.yaml", "--model", "openai/scripted", "--api-base", url,
-        "--data", "addition.jsonl", "--n", "3", "--k", "2", "--epochs", "1",
-        "--steps-per-epoch", "1", "--run", run, "--no-evolution",
-    ]  # fmt: skip
 
 
 def as_format2(folder: Path) -> int:

@@ -12,6 +12,7 @@ from moscopt.cli import app
 from moscopt.lm.cache import DB_FILE, PROJECT_CACHE, RECORD_FILE, read_record
 from moscopt.testing import FakeServer
 from moscopt.testing.scripted import server_responder, write_project
+from moscopt.testing.scripted import train_argv as train
 
 runner = CliRunner()
 
@@ -21,14 +22,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> 
     write_project(tmp_path, seed_dir)
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def train(url: str, run: str) -> list[str]:
-    return [
-        "train", "--benchmark", "addition.yaml", "--model", "openai/scripted", "--api-base", url,
-        "--data", "addition.jsonl", "--n", "3", "--k", "2", "--epochs", "1",
-        "--steps-per-epoch", "1", "--run", run, "--no-evolution",
-    ]  # fmt: skip
 
 
 def evaluate(url: str) -> list[str]:
