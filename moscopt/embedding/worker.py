@@ -11,12 +11,24 @@ the cores idle when it loads (`moscopt.lm.local.resolve_threads`), or `threads`.
 
 With a `store` (`moscopt.embedding.store.VectorStore`), vectors already computed for the model
 are read from disk and only the rest are sent to the model: a rerun that meets only known texts
-never starts the process. The process is a daemon: it ends with its parent (or on `close`).
+never starts the process. The process ends with its parent (its end of the socket closes) or on
+`close`.
+
+The process is `python -m moscopt.embedding.worker`, not a `multiprocessing` child: the spawn
+start method runs the parent's main script again in the child (a library user's script without
+an `if __name__ == "__main__":` guard would start its own training there, and a program read from
+standard input cannot be run again at all), and fork is unsafe in a process with threads (the
+event loop's, litellm's). Texts and vectors go over a socket pair wrapped as a
+`multiprocessing.connection.Connection`; the loader is named by module and qualified name.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -26,7 +38,6 @@ from moscopt.embedding.model import load_encoder
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
-    from multiprocessing.process import BaseProcess
 
     from moscopt.embedding.base import Vector
     from moscopt.embedding.store import VectorStore
@@ -47,14 +58,14 @@ class SentenceEmbedder:
         loader: Loader = load_encoder,
     ) -> None:
         """`loader(model, threads)` runs in the child and returns its encode function (a
-        module-level function: the child imports it by name)."""
+        module-level function: the child imports it by name, `loader_name`)."""
         self.name = model
         self.threads = threads
         self.loader = loader
         self.store = store
         self.computed = 0  # texts the model encoded (not read from the store)
         self._lock = threading.Lock()
-        self._process: BaseProcess | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._failed: str | None = None
         self._known: dict[str, Vector] = {}  # every vector this object returned
@@ -70,20 +81,18 @@ class SentenceEmbedder:
 
     def _start(self) -> Connection:
         if self._conn is None:
-            import multiprocessing
+            from multiprocessing.connection import Connection
 
-            # spawn: a fork of a process with threads (an event loop's, litellm's) may deadlock
-            context = multiprocessing.get_context("spawn")
-            mine, theirs = context.Pipe()
-            process = context.Process(
-                target=serve,
-                args=(theirs, self.name, self.threads, self.loader),
-                name="moscopt-embedder",
-                daemon=True,
-            )
-            process.start()
-            theirs.close()
-            self._process, self._conn = process, mine
+            mine, theirs = socket.socketpair()
+            with theirs:
+                fd = theirs.fileno()
+                cmd = [sys.executable, "-m", __name__, self.name, str(self.threads or 0)]
+                cmd += [loader_name(self.loader), str(fd)]
+                # the child finds what this process finds (a script's sys.path changes too)
+                path = os.pathsep.join(p for p in sys.path if p)
+                env = dict(os.environ, PYTHONPATH=path)
+                self._process = subprocess.Popen(cmd, pass_fds=(fd,), env=env)
+            self._conn = Connection(mine.detach())
         return self._conn
 
     def encode(self, text: str) -> Vector:
@@ -147,7 +156,11 @@ class SentenceEmbedder:
                 self._conn.close()
             if self._process is not None:
                 self._process.terminate()
-                self._process.join(timeout=5)
+                try:
+                    self._process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
             self._process = self._conn = None
 
 
@@ -174,3 +187,35 @@ def serve(conn: Connection, name: str, threads: int | None, loader: Loader) -> N
             conn.send(("vectors", encode(texts)))
         except Exception as e:
             conn.send(("error", f"embedding model '{name}' failed ({type(e).__name__}: {e})"))
+
+
+def loader_name(loader: Loader) -> str:
+    """`module:qualname` of a module-level function (what the child imports)."""
+    module, name = getattr(loader, "__module__", None), getattr(loader, "__qualname__", "")
+    if not module or module == "__main__" or "<" in name:
+        raise ValueError(
+            f"an embedding loader must be a module-level function of an importable module, "
+            f"got {loader!r}"
+        )
+    return f"{module}:{name}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The child: `python -m moscopt.embedding.worker MODEL THREADS MODULE:LOADER FD`."""
+    import importlib
+    from multiprocessing.connection import Connection
+
+    name, threads, where, fd = argv if argv is not None else sys.argv[1:]
+    module, _, qualname = where.partition(":")
+    found: object = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    conn = Connection(int(fd))
+    try:
+        serve(conn, name, int(threads) or None, found)  # type: ignore[arg-type]
+    finally:
+        conn.close()
+
+
+if __name__ == "__main__":
+    main()
