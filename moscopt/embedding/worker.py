@@ -67,6 +67,7 @@ class SentenceEmbedder:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
+        self._alive: int | None = None
         self._failed: str | None = None
         self._known: dict[str, Vector] = {}  # every vector this object returned
 
@@ -84,14 +85,25 @@ class SentenceEmbedder:
             from multiprocessing.connection import Connection
 
             mine, theirs = socket.socketpair()
+            alive, self._alive = os.pipe()  # the child ends when this write end closes
             with theirs:
-                fd = theirs.fileno()
+                fds = (theirs.fileno(), alive)
                 cmd = [sys.executable, "-m", __name__, self.name, str(self.threads or 0)]
-                cmd += [loader_name(self.loader), str(fd)]
+                cmd += [loader_name(self.loader), *map(str, fds)]
                 # the child finds what this process finds (a script's sys.path changes too)
                 path = os.pathsep.join(p for p in sys.path if p)
                 env = dict(os.environ, PYTHONPATH=path)
-                self._process = subprocess.Popen(cmd, pass_fds=(fd,), env=env)
+                try:  # no output of its own: errors come back over the socket
+                    self._process = subprocess.Popen(
+                        cmd,
+                        pass_fds=fds,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                finally:
+                    os.close(alive)
             self._conn = Connection(mine.detach())
         return self._conn
 
@@ -154,6 +166,9 @@ class SentenceEmbedder:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+            if self._alive is not None:
+                os.close(self._alive)
+                self._alive = None
             if self._process is not None:
                 self._process.terminate()
                 try:
@@ -201,11 +216,20 @@ def loader_name(loader: Loader) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The child: `python -m moscopt.embedding.worker MODEL THREADS MODULE:LOADER FD`."""
+    """The child: `python -m moscopt.embedding.worker MODEL THREADS MODULE:LOADER FD ALIVE`: it
+    answers on the socket FD and ends as soon as ALIVE reads end of file (its parent closed the
+    embedder or ended, even while the model is still loading)."""
     import importlib
     from multiprocessing.connection import Connection
 
-    name, threads, where, fd = argv if argv is not None else sys.argv[1:]
+    name, threads, where, fd, alive = argv if argv is not None else sys.argv[1:]
+
+    def end_with_parent() -> None:
+        while os.read(int(alive), 1):
+            pass
+        os._exit(0)
+
+    threading.Thread(target=end_with_parent, name="moscopt-parent-watch", daemon=True).start()
     module, _, qualname = where.partition(":")
     found: object = importlib.import_module(module)
     for part in qualname.split("."):

@@ -22,3 +22,11 @@ def hashing_loader(name: str, threads: int | None = None) -> Callable[[list[str]
 def missing_loader(name: str, threads: int | None = None) -> Callable[[list[str]], list[Vector]]:
     """As if sentence-transformers were not installed."""
     raise EmbedderUnavailable(f"no model here ({name})")
+
+
+def slow_loader(name: str, threads: int | None = None) -> Callable[[list[str]], list[Vector]]:
+    """Takes a minute to load, as a model on a very busy machine might."""
+    import time
+
+    time.sleep(60)
+    return hashing_loader(name, threads)

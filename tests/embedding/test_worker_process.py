@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,31 @@ def test_the_process_ends_when_its_embedder_closes() -> None:
     assert process is not None and process.poll() is None
     embedder.close()
     assert process.poll() is not None and not embedder.started
+
+
+def test_the_process_ends_with_its_parent_even_while_the_model_loads(tmp_path: Path) -> None:
+    program = (
+        "import os\n"
+        "from moscopt.embedding.worker import SentenceEmbedder\n"
+        "from moscopt.testing.fake_embedder import slow_loader\n"
+        "e = SentenceEmbedder('fake/model', loader=slow_loader)\n"
+        "e.start()\n"
+        "print(e._process.pid, flush=True)\n"
+        "os._exit(0)  # no clean-up: as if killed\n"
+    )
+    done = run_python(["-"], program, tmp_path)
+    assert done.returncode == 0, done.stderr
+    child = int(done.stdout)
+    deadline = time.monotonic() + 20
+    while running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not running(child), "the embedding process outlived its parent"
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
