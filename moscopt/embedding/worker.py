@@ -91,7 +91,7 @@ class SentenceEmbedder:
                 cmd = [sys.executable, "-m", __name__, self.name, str(self.threads or 0)]
                 cmd += [loader_name(self.loader), *map(str, fds)]
                 # the child finds what this process finds (a script's sys.path changes too)
-                path = os.pathsep.join(p for p in sys.path if p)
+                path = os.pathsep.join(p or os.getcwd() for p in sys.path)
                 env = dict(os.environ, PYTHONPATH=path)
                 try:  # no output of its own: errors come back over the socket
                     self._process = subprocess.Popen(
