@@ -84,26 +84,31 @@ class SentenceEmbedder:
         if self._conn is None:
             from multiprocessing.connection import Connection
 
+            cmd = [sys.executable, "-m", __name__, self.name, str(self.threads or 0)]
+            cmd.append(loader_name(self.loader))
+            # the child finds what this process finds (a script's sys.path changes too)
+            path = os.pathsep.join(p or os.getcwd() for p in sys.path)
+            env = dict(os.environ, PYTHONPATH=path)
             mine, theirs = socket.socketpair()
-            alive, self._alive = os.pipe()  # the child ends when this write end closes
-            with theirs:
+            alive, keep = os.pipe()  # the child ends when `keep`, the write end, closes
+            try:  # no output of its own: errors come back over the socket
                 fds = (theirs.fileno(), alive)
-                cmd = [sys.executable, "-m", __name__, self.name, str(self.threads or 0)]
-                cmd += [loader_name(self.loader), *map(str, fds)]
-                # the child finds what this process finds (a script's sys.path changes too)
-                path = os.pathsep.join(p or os.getcwd() for p in sys.path)
-                env = dict(os.environ, PYTHONPATH=path)
-                try:  # no output of its own: errors come back over the socket
-                    self._process = subprocess.Popen(
-                        cmd,
-                        pass_fds=fds,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                finally:
-                    os.close(alive)
+                self._process = subprocess.Popen(
+                    [*cmd, *map(str, fds)],
+                    pass_fds=fds,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            except BaseException:
+                mine.close()
+                os.close(keep)
+                raise
+            finally:
+                theirs.close()
+                os.close(alive)
+            self._alive = keep
             self._conn = Connection(mine.detach())
         return self._conn
 
