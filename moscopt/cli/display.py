@@ -182,7 +182,8 @@ class TrainDisplay:
         if e["state"] == "down":
             self.down.add(name)
             why = f": {e['error']}" if e.get("error") else ""
-            return f"deployment {name} down ({e['failures']} failures in a row){why}"
+            count = e["failures"]
+            return f"deployment {name} down ({count} failure{'s' * (count != 1)} in a row){why}"
         self.down.discard(name)
         return f"deployment {name} back up after {_clock(e.get('down_for') or 0.0)}"
 
