@@ -33,15 +33,16 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import diskcache
-from diskcache.core import MODE_PICKLE, UNKNOWN
+from diskcache.core import DBNAME, MODE_PICKLE, UNKNOWN
 
 from moscopt.config import CONFIG_FILE, LLMConfig
 from moscopt.lm.base import Completion, ToolCall, Usage
-from moscopt.lm.legacy import LEGACY_DB, SqliteResponses
+from moscopt.lm.legacy import SqliteResponses
 from moscopt.lm.redact import scrub_secrets
 from moscopt.lm.wire import dumps, loads, model_text, tokens
 
@@ -49,12 +50,12 @@ log = logging.getLogger("moscopt.lm")
 CACHE_ENV = "MOSCOPT_CACHE_DIR"
 HOME_ENV = "MOSCOPT_HOME"
 PROJECT_CACHE = Path(".moscopt") / "cache"
-DB_FILE = "cache.db"  # diskcache's database in the folder
+DB_FILE = DBNAME  # diskcache's database in the folder (and in a format-1 run's cache/)
 RECORD_FILE = "used-keys.txt"
 FLUSH_EVERY = 64  # record lines buffered before they are appended
 # never evicted nor expired, so no culling pass on each write; no hit counters to update on reads
 SETTINGS: dict[str, Any] = {"eviction_policy": "none", "cull_limit": 0, "statistics": 0}
-_UNREADABLE = (sqlite3.Error, OSError, diskcache.Timeout, ValueError, TypeError)
+_FAILURES = (sqlite3.Error, OSError, diskcache.Timeout)  # of the folder, not of an entry
 
 
 def default_cache_dir() -> Path:
@@ -148,7 +149,7 @@ class _Folder:
                 self._cache = diskcache.Cache(
                     str(self.directory), timeout=30, disk=TextDisk, **SETTINGS
                 )
-            except (sqlite3.Error, OSError, diskcache.Timeout) as e:
+            except _FAILURES as e:
                 self._failed = True
                 self.warn("cannot be opened", e)
         return self._cache
@@ -158,43 +159,35 @@ class _Folder:
             self._warned = True
             log.warning("the response cache in %s %s (%s)", self.directory, what, error)
 
-    def get(self, key: str) -> Any:
-        """The stored text of `key`, or None (absent, unreadable)."""
+    def _use(
+        self, what: str, default: Any, op: Callable[[Any], Any], misses: tuple[type, ...] = ()
+    ) -> Any:
+        """`op(cache)`, or `default` when the folder is not open or the operation fails (warned
+        as `what` once); `misses` are errors of a bad entry, not of the folder: no warning."""
         cache = self._open()
         if cache is None:
-            return None
+            return default
         try:
-            return cache.get(key)
-        except _UNREADABLE as e:
-            if not isinstance(e, ValueError | TypeError):  # a bad entry is a plain miss
-                self.warn("cannot be read", e)
-            return None
+            return op(cache)
+        except (*_FAILURES, *misses) as e:
+            if not isinstance(e, misses):
+                self.warn(what, e)
+            return default
+
+    def get(self, key: str) -> Any:
+        """The stored text of `key`, or None (absent, unreadable; an entry `TextDisk` refuses is
+        a plain miss)."""
+        bad_entry = (ValueError, TypeError)
+        return self._use("cannot be read", None, lambda cache: cache.get(key), bad_entry)
 
     def set(self, key: str, text: str) -> bool:
-        cache = self._open()
-        if cache is None:
-            return False
-        try:
-            return bool(cache.set(key, text))
-        except (sqlite3.Error, OSError, diskcache.Timeout) as e:
-            self.warn("cannot be written", e)
-            return False
+        return bool(self._use("cannot be written", False, lambda cache: cache.set(key, text)))
 
     def delete(self, key: str) -> None:
-        cache = self._open()
-        if cache is not None:
-            try:
-                cache.delete(key)
-            except (sqlite3.Error, OSError, diskcache.Timeout) as e:
-                self.warn("cannot be written", e)
+        self._use("cannot be written", None, lambda cache: cache.delete(key))
 
     def count(self) -> int:
-        cache = self._open()
-        try:
-            return len(cache) if cache is not None else 0
-        except (sqlite3.Error, OSError, diskcache.Timeout) as e:
-            self.warn("cannot be read", e)
-            return 0
+        return int(self._use("cannot be read", 0, len))
 
     def close(self) -> None:
         if self._cache is not None:
@@ -216,7 +209,7 @@ class ResponseCache:
         self._used: set[str] | None = None
         self._pending: list[str] = []
         self.legacy: _Folder | None = None
-        if record is not None and (record.parent / LEGACY_DB).is_file():
+        if record is not None and (record.parent / DB_FILE).is_file():
             self.legacy = _Folder(record.parent, create=False)
 
     def get(self, key: str) -> Completion | None:

@@ -5,8 +5,8 @@ asking again (`moscopt.lm.cache` looks here when its own folder misses, and copi
   cache folder, table `responses (key, value)` holding the entry's JSON as UTF-8, under the same
   keys as now. Read here with plain SQL (no library wrote it), never written.
 - Format 1 (before the shared cache): each run's own `runs/<name>/cache/`, a diskcache folder
-  (`LEGACY_DB`, values JSON text) under keys that also hashed the endpoint's address
-  (`legacy_key`). Its layout is the current store's, so `moscopt.lm.cache` opens it as one.
+  (values JSON text) under keys that also hashed the endpoint's address (`legacy_key`). Its
+  layout is the current store's, so `moscopt.lm.cache` opens it as one.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from moscopt.lm.base import LMRequest, public_url
 from moscopt.run.fsio import canonical_json
 
 SQLITE_FILE = "responses.sqlite3"
-LEGACY_DB = "cache.db"  # diskcache's database in a format-1 run's cache/
 
 
 def legacy_key(request: LMRequest, api_base: str | None) -> str:
