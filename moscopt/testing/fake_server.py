@@ -20,9 +20,10 @@ header was present, never its value). `max_in_flight`: the most requests at once
 arrival until its answer starts out or its client hangs up). A context manager; `stop()` frees
 held requests and connections at once (`start()` reopens its port); `batches`: `fake_batch`.
 
-To keep the server's CPU out of a client's measurements, run it in its own process:
-`python -m moscopt.testing.fake_server --latency 0.1` prints its base URL on the first line of
-stdout and serves until stdin closes; `GET /_fake/stats` and `POST /_fake/reset` control it.
+To keep the server's CPU out of a client's measurements, run it in its own process
+(`moscopt.testing.loopback.ServerProcess`, or `python -m moscopt.testing.loopback --latency 0.1`,
+which prints its base URL on the first line of stdout and serves until stdin closes);
+`GET /_fake/stats` and `POST /_fake/reset` control it.
 """
 
 from __future__ import annotations
@@ -373,28 +374,3 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: tests read the request log instead
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Serve from this process until stdin closes (see the module docstring)."""
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(description="loopback OpenAI-compatible fake server")
-    parser.add_argument("--latency", type=float, default=0.0)
-    parser.add_argument("--fault-rate", type=float, default=0.0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--prompt-cache", action="store_true", help="simulate a prefix cache")
-    args = parser.parse_args(argv)
-    with FakeServer(
-        latency=args.latency,
-        fault_rate=args.fault_rate,
-        seed=args.seed,
-        prompt_cache=args.prompt_cache,
-    ) as server:
-        print(server.url, flush=True)
-        sys.stdin.read()
-
-
-if __name__ == "__main__":
-    main()

@@ -2,9 +2,10 @@
 the "sums" benchmark they evaluate (`write_sums`) and the CPU their children used
 (`child_cpu`).
 
-`python -m moscopt.testing.loopback --latency 0.1 [--responder module:name | file.py:name]`
-serves until its stdin closes; its first line of output is the server's URL. A responder named
-by file (a bench script's own) is loaded from that file.
+`python -m moscopt.testing.loopback --latency 0.1 [--responder module:name | file.py:name]
+[--fault-rate R --seed S] [--prompt-cache]` serves until its stdin closes; its first line of
+output is the server's URL. A responder named by file (a bench script's own) is loaded from
+that file.
 """
 
 from __future__ import annotations
@@ -136,8 +137,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="a loopback fake server for the bench scripts")
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--responder", default=None, help="module:name or file.py:name")
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prompt-cache", action="store_true", help="simulate a prefix cache")
     args = parser.parse_args(argv)
-    options: dict[str, Any] = {"latency": args.latency}
+    options: dict[str, Any] = {
+        "latency": args.latency,
+        "fault_rate": args.fault_rate,
+        "seed": args.seed,
+        "prompt_cache": args.prompt_cache,
+    }
     if args.responder:
         options["responder"] = load_responder(args.responder)
     with FakeServer(**options) as server:
