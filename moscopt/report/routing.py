@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from moscopt.report.render import Block
 
 if TYPE_CHECKING:
+    from moscopt.extensions.memory.params import MemoryState
     from moscopt.run.rundir import RunDir
     from moscopt.run.state import RunState
 
@@ -25,8 +26,8 @@ def routing_blocks(run: RunDir, state: RunState) -> list[Block]:
     blocks: list[Block] = []
     if stored_router(state) is not None:
         blocks += specialization_blocks(run_specialization_of(run))
-    if stored_memory(state) is not None:
-        blocks += memory_blocks(state)
+    if (memory := stored_memory(state)) is not None:
+        blocks += memory_blocks(memory)
     if stored_niches(state) is not None:
         from moscopt.extensions.niches.summary import niche_summary
 
@@ -63,11 +64,7 @@ def specialization_blocks(spec: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def memory_blocks(state: RunState) -> list[Block]:
-    from moscopt.extensions.memory.params import stored_memory
-
-    memory = stored_memory(state)
-    assert memory is not None
+def memory_blocks(memory: MemoryState) -> list[Block]:
     rows = []
     for name in MEMORY_MODELS:
         p = getattr(memory, name)
