@@ -32,15 +32,15 @@ basics tasks), 9 of 10, K 1.06; `--seeds 0,1,2 --feature-dim 64` (room for 8 ort
 heads, without replay): 11.4 mean, K 1.19; `--seeds 0,1,2 --credit relative` (the paper's
 credit, without replay): 3.3 mean but K 2.34.
 
-Routing time (the defaults, 10 seeds, idle 2-core machine, four runs): 3.3 to 3.6 ms per task
-mean, 3.7 to 4.4 on the worst seed (5.5 in a fifth run started as another benchmark ended),
-nearly all of it the MiniLM forward pass of the batched embedding of the 120 test tasks; the
-heads and the cutoff take about 0.1 ms per task. A stripped task here has 8 to 26 tokens (13.2
-on average) and the pass costs about 0.2 ms per token: the texts are laid end to end in one
-pass (`moscopt.embedding.packing`), so no work goes to padding. Before that, every pass had a
-shape fixed by its texts' length (8 rows, the length rounded up to a multiple of 8, a short
-group filled with copies) and the same took 6.4 ms mean, 7.0 worst; before the answer
-instructions were stripped and the model ran in one thread of its own, about 11 ms idle.
+Embedding time (the first line printed): MiniLM on numpy (`moscopt.embedding.bert`), one
+thread, the 10 seeds at a load average of 1.5-1.8: loaded in 0.55 s, 4.8 ms per text in one
+batched call of 264 texts, 10.5 ms for a text alone; the texts of a call are laid end to end in
+passes, so no work goes to padding. A stripped task here has 8 to 26 tokens (13.2 on average)
+and the pass costs about 0.3 ms per token (a third of it the exact GELU). Then a routing
+decision reads the cache: 0.11 ms per task mean, 0.17 on the worst seed. With torch and
+transformers (two threads, idle machine) the batched embedding cost 3.3 to 3.6 ms per task and a
+text alone 12.6 to 16.2 ms, after seconds of loading; before the passes were packed, 6.4 ms
+mean; before the answer instructions were stripped, about 11 ms.
 
 Usage: python scripts/bench_router.py [--seeds 0,1,2] [--embedder hashing] [--latency 0.2]
 """
@@ -235,14 +235,6 @@ def heads_ms(model: FamiliarityModel, features: FeatureCache, tasks: Sequence[Ta
     return 1000 * (time.perf_counter() - started) / len(xs)
 
 
-def torch_threads() -> str:
-    try:
-        import torch
-    except ImportError:
-        return "-"
-    return f"{torch.get_num_threads()} intra-op, {torch.get_num_interop_threads()} inter-op"
-
-
 def print_rows(rows: Sequence[Row], title: str) -> None:
     print(title)
     head = (
@@ -300,7 +292,7 @@ async def measure(args: argparse.Namespace) -> None:
         f"embedder {features.name}: loaded in {loaded:.2f} s; a new task text costs "
         f"{one_ms:.2f} ms alone (16 texts one at a time), {embed_ms:.2f} ms in one batched "
         f"call ({len(texts)} texts); embedder threads "
-        f"{getattr(features.embedder, 'threads', None) or '-'} (torch default {torch_threads()})\n"
+        f"{getattr(features.embedder, 'threads', None) or 'default'}\n"
     )
     seeds = [int(s) for s in args.seeds.split(",")]
     per_seed = [await one_seed(args, s, features) for s in seeds]
@@ -365,14 +357,7 @@ def main() -> None:
     parser.add_argument(
         "--replay", type=lambda v: v == "on", default=None, help="on|off: refit on the buffer"
     )
-    parser.add_argument(
-        "--torch-threads", type=int, default=0, help="torch intra-op threads (0: torch's choice)"
-    )
     args = parser.parse_args()
-    if args.torch_threads:
-        import torch
-
-        torch.set_num_threads(args.torch_threads)
     started = time.perf_counter()
     asyncio.run(measure(args))
     print(f"({time.perf_counter() - started:.0f} s)")
