@@ -10,9 +10,9 @@ seconds. `moscopt train` runs in a child process, as a user runs it (N=3, K=2, m
 4 with M_b = 2, evolution on, `--no-cache`, concurrency 16), once per path, alternating:
 
 - `direct`: `--model openai/scripted --api-base <server 1>` (the HTTP/1.1 transport);
-- `router`: `llm.deployments` lists both servers (`--strategy`: simple-shuffle, the default,
-  is served by `moscopt.lm.spread` without litellm; any other by litellm's Router, which sends
-  over moscopt's direct transport, `moscopt.lm.router_host`).
+- `router`: `llm.deployments` lists both servers behind litellm's Router (`--strategy`, the
+  Router's routing strategy, simple-shuffle by default), which chooses each attempt's
+  deployment while moscopt sends it over its direct transport (`moscopt.lm.router_host`).
 
 Variants: `default` is the configuration a user gets; `difflib` sets
 `evolution.embedding_model=difflib`, which takes the sentence-embedding model (its import and

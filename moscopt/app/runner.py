@@ -81,10 +81,10 @@ def train(
 ) -> TrainOutcome:
     """Start a new run and train it to the end; `started` is told the run's path as soon as
     the run exists (before the models load)."""
-    if config.llm.deployments:
-        from moscopt.lm.deployments import preload_router
+    if config.llm.deployments:  # litellm's Router: its import starts now, beside the loading
+        from moscopt.lm.litellm_env import preload
 
-        preload_router(config.llm)
+        preload()
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
     for m in messages:

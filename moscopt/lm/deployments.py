@@ -28,7 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from moscopt.config import DeploymentConfig, LLMConfig, RoutingConfig
+from moscopt.config import DeploymentConfig, RoutingConfig
 from moscopt.lm.base import LMRequest, public_url
 from moscopt.lm.health import DeploymentHealth, Report
 from moscopt.lm.litellm_env import alitellm, preload
@@ -43,7 +43,6 @@ from moscopt.lm.router_host import (
     model_response,
     routed_router,
 )
-from moscopt.lm.spread import Member, Spread, spreadable, spreads
 from moscopt.lm.transport import DIRECT_PROVIDERS, HTTPTransport, uses_direct_transport
 from moscopt.lm.wire import RawAnswer, marks_prompt_cache
 
@@ -60,12 +59,6 @@ class _Call:
 
 
 _CALL: ContextVar[_Call | None] = ContextVar("moscopt_router_call", default=None)
-
-
-def preload_router(llm: LLMConfig) -> None:
-    """Start litellm's import now if `llm.deployments` need its Router (not `Spread`)."""
-    if llm.deployments and not spreads(llm):
-        preload()
 
 
 def deployment_label(deployment: DeploymentConfig) -> str:
@@ -155,29 +148,7 @@ class DeploymentsTransport:
         self._module: Any = None
         self._routers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
         self._routers = weakref.WeakKeyDictionary()  # litellm's clients belong to one loop
-        self.spread = self._spread()
-        if self.spread is None:
-            preload()  # litellm's Router will be needed: its import starts now
-
-    def _spread(self) -> Spread | None:
-        """`moscopt.lm.spread` in place of litellm's Router, where it does all the Router would."""
-        if any(deployment_label(d) not in self.direct for d in self._deployments):
-            return None  # not all direct (or `llm.transport: litellm`)
-        if not spreadable(self._deployments, self._routing):
-            return None
-        members = [
-            Member(label, self.direct[label], d.weight or 1, d.fallback)
-            for d in self._deployments
-            for label in [deployment_label(d)]
-        ]
-        routing = self._routing
-        return Spread(
-            members,
-            retries=routing.retries,
-            allowed_fails=routing.allowed_fails,
-            cooldown=routing.cooldown,
-            health=self.health,
-        )
+        preload()  # litellm's import starts now, beside the run's loading
 
     def __repr__(self) -> str:
         return f"DeploymentsTransport({self.group!r}, {len(self._deployments)} deployments)"
@@ -208,8 +179,6 @@ class DeploymentsTransport:
         return router
 
     async def asend(self, request: LMRequest) -> RawAnswer:
-        if self.spread is not None:
-            return await self.spread.asend(request)
         router = await self._router()
         fields = litellm_fields(request, self.group, cache_marks=self._marks)
         fields.pop("max_retries")  # per deployment, in its litellm_params

@@ -94,7 +94,7 @@ def test_least_busy_sends_directly_rests_the_failing_one_and_reports_it(
     with FakeServer() as a, FakeServer() as b, FakeServer(fault_rate=1.0, faults=("500",)) as bad:
         cfg = config([deployment(a, "a"), deployment(b, "b"), deployment(bad, "bad")])
         lm = build_lm(cfg, cache_dir=tmp_path / "c", events=records.append)
-        assert isinstance(lm.transport, DeploymentsTransport) and lm.transport.spread is None
+        assert isinstance(lm.transport, DeploymentsTransport)
 
         async def run(tag: str, n: int) -> list[str]:
             done = await asyncio.gather(*(lm.acomplete(user(f"{tag}{i}")) for i in range(n)))
