@@ -2,6 +2,7 @@
 
     python scripts/bench_deployments.py [--latency 0.1] [--epochs 1] [--repeats 2]
                                         [--variants default,difflib] [--cpu-calls N]
+                                        [--strategy simple-shuffle]
 
 Two loopback OpenAI-compatible fake servers, each in its own process (so their CPU is not
 ours), answer the scripted world of the tests (`moscopt.testing.scripted`) after `--latency`
@@ -9,7 +10,9 @@ seconds. `moscopt train` runs in a child process, as a user runs it (N=3, K=2, m
 4 with M_b = 2, evolution on, `--no-cache`, concurrency 16), once per path, alternating:
 
 - `direct`: `--model openai/scripted --api-base <server 1>` (the HTTP/1.1 transport);
-- `router`: `llm.deployments` lists both servers (litellm's Router, simple-shuffle).
+- `router`: `llm.deployments` lists both servers behind litellm's Router (`--strategy`, the
+  Router's routing strategy, simple-shuffle by default), which chooses each attempt's
+  deployment while moscopt sends it over its direct transport (`moscopt.lm.router_host`).
 
 Variants: `default` is the configuration a user gets; `difflib` sets
 `evolution.embedding_model=difflib`, which takes the sentence-embedding model (its import and
@@ -49,10 +52,10 @@ def stamp(t: str) -> float:
     return datetime.fromisoformat(t).timestamp()
 
 
-def project_config(path: str, urls: list[str]) -> str:
+def project_config(path: str, urls: list[str], strategy: str = "simple-shuffle") -> str:
     if path == "direct":
         return ""
-    lines = [f"model: {MODEL}", "llm:", "  deployments:"]
+    lines = [f"model: {MODEL}", "llm:", f"  routing: {{strategy: {strategy}}}", "  deployments:"]
     lines += [f"    - {{model: {MODEL}, api_base: '{u}', name: d{i}}}" for i, u in enumerate(urls)]
     return "\n".join(lines) + "\n"
 
@@ -110,17 +113,22 @@ async def timed(lm: Any, calls: int) -> float:
     return time.process_time() - before
 
 
-def cpu_per_call(urls: list[str], calls: int) -> dict[str, float]:
+def cpu_per_call(urls: list[str], calls: int, strategy: str) -> dict[str, float]:
     """Milliseconds of this process's CPU per call on each path, `calls` calls 16 at a time
     (after 32 to warm up: litellm's import and the Router's construction are not counted)."""
-    from moscopt.config import Config, DeploymentConfig, LLMConfig
+    from moscopt.config import Config, DeploymentConfig, LLMConfig, RoutingConfig
     from moscopt.lm import build_lm
 
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     deployments = [DeploymentConfig(model=MODEL, api_base=u) for u in urls]
     configs = {
         "direct": Config(model=MODEL, api_base=urls[0], llm=LLMConfig(cache=False)),
-        "router": Config(model=MODEL, llm=LLMConfig(cache=False, deployments=deployments)),
+        "router": Config(
+            model=MODEL,
+            llm=LLMConfig(
+                cache=False, deployments=deployments, routing=RoutingConfig(strategy=strategy)
+            ),
+        ),
     }
     out = {}
     for path, config in configs.items():
@@ -137,6 +145,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--variants", default="default,difflib")
     parser.add_argument("--cpu-calls", type=int, default=0, help="N: also CPU per call (untested)")
+    parser.add_argument("--strategy", default="simple-shuffle", help="llm.routing.strategy")
     a = parser.parse_args()
     from moscopt.testing.loopback import ServerProcess
     from moscopt.testing.scripted import write_project
@@ -154,17 +163,18 @@ def main() -> None:
                     for path in ("direct", "router"):
                         root = Path(tmp) / f"{variant}-{path}-{i}"
                         root.mkdir()
-                        write_project(root, REPO / "skills", project_config(path, urls))
+                        write_project(root, REPO / "skills", project_config(path, urls, a.strategy))
                         r = train(root, path, variant, urls, a.epochs)
                         runs.setdefault((variant, path), []).append(r)
                         loads.append(os.getloadavg()[0])
         if a.cpu_calls:
-            cpu = cpu_per_call(urls, a.cpu_calls)
+            cpu = cpu_per_call(urls, a.cpu_calls, a.strategy)
             loads.append(os.getloadavg()[0])
     finally:
         for s in servers:
             s.stop()
-    print(f"latency {a.latency * 1000:.0f} ms, {a.epochs} epoch(s), {a.repeats} repeats; "
+    print(f"latency {a.latency * 1000:.0f} ms, {a.epochs} epoch(s), {a.repeats} repeats, "
+          f"router strategy {a.strategy}; "
           f"load average {min(loads):.2f}-{max(loads):.2f}")  # fmt: skip
     head = ("variant", "path", "calls", "deploys", *(f"{k} s" for k in TIMES))
     print("  ".join(f"{h:>10}" for h in head))

@@ -11,6 +11,12 @@ an endpoint), so every deployment shares the cache; the budget reserves and sett
 as for one endpoint, priced by the client; what fails past the Router is retried by the client
 as any `Fault`. The deployment that answered is recorded in the call's event (`deployment`); a
 deployment that goes down and comes back is a `deployment` event (`moscopt.lm.health`).
+
+The Router chooses, moscopt sends (`moscopt.lm.router_host`): each attempt on a deployment of an
+OpenAI-compatible endpoint (`openai/...`, `hosted_vllm/...` at an `api_base`) goes over the
+direct HTTP/1.1 transport, as a single endpoint's calls do, and its outcome goes back to the
+Router, which counts it (rpm/tpm, allowed fails, cooldowns) as it counts its own; the other
+deployments' attempts go through `litellm.acompletion`.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
-from dataclasses import replace
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from moscopt.config import DeploymentConfig, RoutingConfig
@@ -27,10 +34,31 @@ from moscopt.lm.health import DeploymentHealth, Report
 from moscopt.lm.litellm_env import alitellm, preload
 from moscopt.lm.litellm_transport import answer_of, call_litellm, litellm_fields
 from moscopt.lm.redact import redact
-from moscopt.lm.transport import DIRECT_PROVIDERS
+from moscopt.lm.retry import Fault
+from moscopt.lm.router_host import (
+    Endpoint,
+    deployment_of,
+    fault_of,
+    litellm_error,
+    model_response,
+    routed_router,
+)
+from moscopt.lm.transport import DIRECT_PROVIDERS, HTTPTransport, uses_direct_transport
 from moscopt.lm.wire import RawAnswer, marks_prompt_cache
 
 FALLBACK_SUFFIX = ":fallback"
+
+
+@dataclass
+class _Call:
+    """The request a Router call is for, and the answers its direct attempts read (by the
+    response object given back to the Router)."""
+
+    request: LMRequest
+    answers: dict[int, RawAnswer] = field(default_factory=dict)
+
+
+_CALL: ContextVar[_Call | None] = ContextVar("moscopt_router_call", default=None)
 
 
 def deployment_label(deployment: DeploymentConfig) -> str:
@@ -77,11 +105,13 @@ def model_list(
 
 
 class DeploymentsTransport:
-    """One `Router.acompletion` per attempt, over `deployments` serving `group`.
+    """One `Router.acompletion` per attempt, over `deployments` serving `group`; the Router's
+    attempts on OpenAI-compatible deployments sent over moscopt's direct transport (`direct`).
 
     `report` receives a record each time a deployment goes down or comes back
-    (`moscopt.lm.health`): the failures of the attempts the Router retried elsewhere reach it
-    through litellm's callbacks (`_FailureWatch`), the answers through each response."""
+    (`moscopt.lm.health`): each attempt's failure as the attempt fails (`_attempt`; through
+    litellm's callbacks, `_FailureWatch`, on a litellm without the Router's host), the answers
+    through each response."""
 
     def __init__(
         self,
@@ -92,6 +122,8 @@ class DeploymentsTransport:
         timeout: float,
         max_response_bytes: int | None = None,
         report: Report | None = None,
+        max_connections: int = 16,
+        direct: bool = True,
     ) -> None:
         self.group = group
         self._max_bytes = max_response_bytes
@@ -102,9 +134,21 @@ class DeploymentsTransport:
         self._secrets = [os.environ.get(d.api_key_env) for d in deployments if d.api_key_env]
         self.health = DeploymentHealth(routing.allowed_fails, report)
         self.labels = frozenset(deployment_label(d) for d in deployments)
+        self.direct: dict[str, HTTPTransport] = {}  # label -> its direct transport
+        for d in deployments if direct else ():
+            if d.api_base is not None and uses_direct_transport(d.model, d.api_base):
+                self.direct[deployment_label(d)] = HTTPTransport(
+                    d.model,
+                    d.api_base,
+                    timeout=timeout,
+                    max_connections=max_connections,
+                    api_key=os.environ.get(d.api_key_env) if d.api_key_env else None,
+                    max_response_bytes=max_response_bytes,
+                )
+        self._module: Any = None
         self._routers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
         self._routers = weakref.WeakKeyDictionary()  # litellm's clients belong to one loop
-        preload()
+        preload()  # litellm's import starts now, beside the run's loading
 
     def __repr__(self) -> str:
         return f"DeploymentsTransport({self.group!r}, {len(self._deployments)} deployments)"
@@ -113,12 +157,11 @@ class DeploymentsTransport:
         loop = asyncio.get_running_loop()
         router = self._routers.get(loop)
         if router is None:
-            module = await alitellm()
-            _FailureWatch.install(module).add(self)
+            module = self._module = await alitellm()
             fallbacks = [{self.group: [self.group + FALLBACK_SUFFIX]}]
             has_fallback = any(d.fallback for d in self._deployments)
             priced = self._routing.strategy == "cost-based-routing"
-            router = module.Router(
+            arguments: dict[str, Any] = dict(
                 model_list=model_list(self.group, self._deployments, self._timeout, priced=priced),
                 routing_strategy=self._routing.strategy,
                 num_retries=self._routing.retries,
@@ -128,6 +171,10 @@ class DeploymentsTransport:
                 timeout=self._timeout,
                 fallbacks=fallbacks if has_fallback else [],
             )
+            router = routed_router(module, arguments, self._attempt)
+            if router is None:  # a litellm without the Router's host: every attempt through it
+                _FailureWatch.install(module).add(self)
+                router = module.Router(**arguments)
             self._routers[loop] = router
         return router
 
@@ -138,35 +185,86 @@ class DeploymentsTransport:
         fields["num_retries"] = self._routing.retries
         # the router retries within its deployments; the guard covers those attempts too
         budget = self._timeout * (self._routing.retries + 1)
-        response = await call_litellm(router.acompletion(**fields), budget, self._secrets)
+        call = _Call(request)
+        token = _CALL.set(call)
+        try:
+            response = await call_litellm(_routed(router, fields), budget, self._secrets)
+        finally:
+            _CALL.reset(token)
         hidden = getattr(response, "_hidden_params", None) or {}
         deployment = hidden.get("model_id") if isinstance(hidden, dict) else None
         if deployment is not None:
             self.health.answered(str(deployment))
-        raw = answer_of(
-            response,
-            str(deployment) if deployment is not None else None,
-            secrets=self._secrets,
-            max_bytes=self._max_bytes,
-        )
+        raw = call.answers.get(id(response))
+        if raw is None:  # litellm's own attempt
+            raw = answer_of(
+                response,
+                str(deployment) if deployment is not None else None,
+                secrets=self._secrets,
+                max_bytes=self._max_bytes,
+            )
         return replace(raw, cost=None)  # the client prices it (see `model_list`)
 
+    async def _attempt(self, endpoint: Endpoint, kwargs: dict[str, Any]) -> Any:
+        """One attempt of the Router's on the deployment it picked (`moscopt.lm.router_host`)."""
+        label = deployment_of(kwargs)
+        transport = self.direct.get(label) if label is not None else None
+        call = _CALL.get()
+        if transport is None or call is None:
+            try:
+                return await endpoint(**kwargs)
+            except Exception as e:
+                if label is not None:
+                    self.failed(label, e)
+                raise
+        assert label is not None
+        model = str(kwargs.get("model") or self.group)
+        try:
+            raw = await transport.asend(call.request)
+        except Fault as fault:
+            self.failed(label, fault)
+            raise litellm_error(self._module, fault, model) from fault
+        response = model_response(self._module, raw, model)
+        call.answers[id(response)] = replace(raw, deployment=label)
+        return response
+
     def failed(self, deployment: str, error: BaseException | None) -> None:
-        """An attempt on `deployment` failed (told by litellm's failure callback)."""
+        """An attempt on `deployment` failed."""
         if deployment in self.labels:
-            text = redact(f"{type(error).__name__}: {error}", self._secrets) if error else "failed"
+            if isinstance(error, Fault):
+                text = error.message  # redacted by its transport
+            elif error is not None:
+                text = redact(f"{type(error).__name__}: {error}", self._secrets)
+            else:
+                text = "failed"
             self.health.failed(deployment, " ".join(text.split())[:300])
 
     async def aclose(self) -> None:
         self._routers.pop(asyncio.get_running_loop(), None)
+        for transport in self.direct.values():
+            await transport.aclose()
 
     def close(self) -> None:
         for loop in [lp for lp in self._routers if lp.is_closed()]:
             del self._routers[loop]
+        for transport in self.direct.values():
+            transport.close()
+
+
+async def _routed(router: Any, fields: dict[str, Any]) -> Any:
+    """`router.acompletion(**fields)`; a direct attempt's last failure as its own `Fault`."""
+    try:
+        return await router.acompletion(**fields)
+    except Exception as e:
+        fault = fault_of(e)
+        if fault is None:
+            raise
+        raise fault from None
 
 
 class _FailureWatch:
-    """litellm's failure callback, installed once per process, telling every live
+    """On a litellm without the Router's host: litellm's failure callback, installed once per
+    process, telling every live
     `DeploymentsTransport` which deployment an attempt failed on (weakly held: a dropped transport
     leaves it)."""
 

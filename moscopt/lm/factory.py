@@ -67,6 +67,8 @@ def build_lm(
             timeout=config.llm.timeout,
             max_response_bytes=config.llm.max_response_bytes,
             report=sink,
+            max_connections=config.llm.concurrency,
+            direct=config.llm.transport == "auto",
         )
     else:
         check_model(model, config.api_base, api_key=api_key, field=field)

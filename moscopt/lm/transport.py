@@ -8,7 +8,8 @@ Every transport sends the body of `moscopt.lm.wire.chat_body` and returns a `Raw
   per-call work (5-7 ms of CPU) would dominate a fast local endpoint, httpx's connection pool
   costs several ms per call at 64 in flight, and aiohttp's import takes a third of a second.
 - `LiteLLMTransport` and `DeploymentsTransport` (`moscopt.lm.litellm_transport`): every other
-  provider, and several deployments behind litellm's Router.
+  provider, and several deployments behind litellm's Router (whose attempts on OpenAI-compatible
+  deployments come back here: `moscopt.lm.router_host`).
 - `LocalTransport` (`moscopt.lm.local`): the embedded model, in process.
 
 Only a named set of failures is a `Fault`: HTTP statuses, the network and protocol failures
