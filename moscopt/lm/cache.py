@@ -222,7 +222,7 @@ class ResponseCache:
         self._format2 = SqliteResponses(self.directory)
         self._used: set[str] | None = None
         self._pending: list[str] = []
-        self._unwritten: dict[str, str] = {}  # answers put since the last commit (encoded)
+        self._unwritten: dict[str, Completion] = {}  # answers put since the last commit
         self._due: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
         self.legacy: _Folder | None = None
         if record is not None and (record.parent / DB_FILE).is_file():
@@ -231,8 +231,8 @@ class ResponseCache:
     def get(self, key: str) -> Completion | None:
         with self._lock:
             unwritten = self._unwritten.get(key)
-            if unwritten is not None:
-                return decode_entry(unwritten)  # what reading it back will give
+            if unwritten is not None:  # as reading it back will give it
+                return decode_entry(encode_entry(unwritten))
             found = decode_entry(self._store.get(key))
             if found is None:  # stored by format 2: copied here
                 found = decode_entry(self._format2.get(key))
@@ -256,13 +256,12 @@ class ResponseCache:
         """Keep `completion` under `key`: committed at once without a running event loop; on
         one, with the other answers of the same turn of the loop, in one transaction when the
         loop turns (see `commit`). `get` finds it meanwhile."""
-        value = encode_entry(completion)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
         with self._lock:
-            self._unwritten[key] = value
+            self._unwritten[key] = completion
             if loop is not None and loop in self._due:
                 return  # a commit is already due on this loop
             if loop is not None:
@@ -279,13 +278,16 @@ class ResponseCache:
         at once (at one request at a time, the next request goes out before the answer is
         written, and the write overlaps its wait), and the answers that arrive together are
         committed together. The promise: an answer is committed (to SQLite's write-ahead log,
-        which survives the process being killed) before its loop runs anything else (another
-        task, a callback, a wait on the network), and before `close` returns; a process killed
-        in between loses at most the answers of that one turn, which a resumed run asks again.
+        which survives the process being killed) in its loop's next turn, before the loop waits
+        again (on the network, a timer) and before any task its arrival wakes (a `gather` over
+        the calls, say) runs on; and before `close` (or a blocking `complete`) returns. A process
+        killed in between loses at most the answers of that one turn, which a resumed run asks
+        again.
         """
         with self._lock:
             self._due.clear()
-            batch, self._unwritten = self._unwritten, {}
+            batch = {key: encode_entry(c) for key, c in self._unwritten.items()}
+            self._unwritten.clear()
             if batch and self._store.set_many(batch):
                 for key in batch:
                     self._note(key)
