@@ -3,8 +3,9 @@
 `FakeServer` serves `POST /v1/chat/completions` on a random port of 127.0.0.1 from its own
 thread (stdlib `http.server`, one thread per connection, HTTP/1.1 keep-alive). It can:
 
-- answer after a fixed `latency` (seconds) with a reply made by `responder(body) -> str`
-  (default: `"echo: <last user message>"`), with OpenAI-shaped `usage` (whitespace word counts);
+- answer a fixed `latency` (seconds) after the request line arrived (the server's own parsing and
+  the answer's making fall within it), with a reply made by `responder(body) -> str` (default:
+  `"echo: <last user message>"`), with OpenAI-shaped `usage` (whitespace word counts);
 - inject faults at `fault_rate`, drawn with a seeded `random.Random` from `faults`;
 - play a script of outcomes for the next requests (`script("401")`), before any random draw;
 - play a prefix cache (`prompt_cache=True`): a system message seen before is reported as
