@@ -161,11 +161,7 @@ async def run_tasks(
 
 class RowSpool:
     """Result rows spooled to an unnamed file beside `out` in completion order, then written to
-    `out` atomically in order (`commit`). Memory holds three integers per row.
-
-    On an event loop a rollout's row is made and spooled when the loop turns, after the next
-    rollout's request is out (at one task at a time, the write overlaps its wait); a failure to
-    spool is raised by the next `add` or by `commit`."""
+    `out` atomically in order (`commit`). Memory holds three integers per row."""
 
     def __init__(self, out: Path) -> None:
         self.out = out
@@ -176,34 +172,8 @@ class RowSpool:
         self._end = 0
         # `fsio.scrub`'s secrets, read from the environment once, not once per row
         self._secrets = env_secrets()
-        self._waiting: list[tuple[int, Rollout]] = []
-        self._failed: BaseException | None = None
 
-    def add(self, index: int, rollout: Rollout) -> None:
-        self._raise()
-        self._waiting.append((index, rollout))
-        if len(self._waiting) > 1:
-            return  # a flush is due
-        try:
-            asyncio.get_running_loop().call_soon(self._flush)
-        except RuntimeError:  # no loop: at once
-            self._flush()
-            self._raise()
-
-    def _flush(self) -> None:
-        waiting, self._waiting = self._waiting, []
-        try:
-            for index, rollout in waiting:
-                self._write(index, rollout.to_json())
-        except Exception as e:  # raised to the evaluation by the next add or commit
-            self._failed = self._failed or e
-
-    def _raise(self) -> None:
-        if self._failed is not None:
-            failed, self._failed = self._failed, None
-            raise failed
-
-    def _write(self, index: int, row: dict[str, Any]) -> None:
+    def add(self, index: int, row: dict[str, Any]) -> None:
         text = json.dumps(row, ensure_ascii=False, sort_keys=True)
         for value in self._secrets:
             if value in text:
@@ -216,8 +186,6 @@ class RowSpool:
         self._end += len(data)
 
     def commit(self) -> None:
-        self._flush()
-        self._raise()
         with atomic_writer(self.out) as f:
             for index in sorted(self._where):
                 offset, length = self._where[index]
@@ -287,7 +255,7 @@ async def _one_sample(
         else:
             assert result.tally is not None
             result.tally.add(rollout)
-            spool.add(base + i, rollout)
+            spool.add(base + i, rollout.to_json())
         if on_rollout is not None:
             on_rollout(rollout)
 

@@ -221,29 +221,3 @@ def test_a_failed_eval_leaves_the_old_file(tmp_path: Path) -> None:
         asyncio.run(evaluate(cast(SkillAgent, Failing()), tasks, concurrency=2, out=out))
     assert out.read_text() == "old\n"
     assert sorted(os.listdir(tmp_path)) == ["eval.jsonl"]
-
-
-def test_a_row_that_cannot_be_spooled_stops_the_eval(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Rows are spooled when the loop turns (after the next request is out): a disk that fails
-    then stops the evaluation at its next row, and leaves `out` as it was."""
-    from moscopt.agent.evaluate import RowSpool
-    from moscopt.errors import StorageError
-
-    out = tmp_path / "eval.jsonl"
-    out.write_text("old\n")
-    write = RowSpool._write
-
-    def full(self: RowSpool, index: int, row: dict[str, Any]) -> None:
-        if index == 3:
-            raise StorageError(out, OSError(28, "No space left on device"))
-        write(self, index, row)
-
-    monkeypatch.setattr(RowSpool, "_write", full)
-    agent = BigAgent()
-    tasks = [Task(str(i), "t", f"task {i}", str(i)) for i in range(50)]
-    with pytest.raises(StorageError):
-        asyncio.run(evaluate(cast(SkillAgent, agent), tasks, concurrency=1, out=out))
-    assert out.read_text() == "old\n"
-    assert len(agent.made) <= 5  # the row after the failed one: no further
