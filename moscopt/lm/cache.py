@@ -10,7 +10,9 @@ a local server restarted on another port all find the answers they got before.
 
 The folder is a `diskcache.Cache` (SQLite in WAL mode underneath: safe across threads and
 processes) that never evicts or expires: a resumed or repeated step must find every answer it got
-before. Its `Disk` is `TextDisk`: keys and values are stored as the text they are, never pickled.
+before. Answers put on an event loop are committed together when the loop turns
+(`ResponseCache.commit` states the promise). Its `Disk` is `TextDisk`: keys and values are stored
+as the text they are, never pickled.
 
 A run keeps a record of the entries it used (`RECORD_FILE` in its `cache/` folder: one key per
 line, appended as it goes), so what a run depended on can be listed, copied or kept. Answers
@@ -29,10 +31,12 @@ opened (one warning).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,10 +45,9 @@ import diskcache
 from diskcache.core import DBNAME, MODE_PICKLE, UNKNOWN
 
 from moscopt.config import CONFIG_FILE, LLMConfig
-from moscopt.lm.base import Completion, ToolCall, Usage
+from moscopt.lm.base import Completion
+from moscopt.lm.cache_entry import decode_entry, encode_entry
 from moscopt.lm.legacy import SqliteResponses
-from moscopt.lm.redact import scrub_secrets
-from moscopt.lm.wire import dumps, loads, model_text, tokens
 
 log = logging.getLogger("moscopt.lm")
 CACHE_ENV = "MOSCOPT_CACHE_DIR"
@@ -183,6 +186,17 @@ class _Folder:
     def set(self, key: str, text: str) -> bool:
         return bool(self._use("cannot be written", False, lambda cache: cache.set(key, text)))
 
+    def set_many(self, entries: dict[str, str]) -> bool:
+        """Store every entry in one transaction (one commit): all of them, or none."""
+
+        def write(cache: Any) -> bool:
+            with cache.transact(retry=True):
+                for key, text in entries.items():
+                    cache.set(key, text)
+            return True
+
+        return bool(self._use("cannot be written", False, write))
+
     def delete(self, key: str) -> None:
         self._use("cannot be written", None, lambda cache: cache.delete(key))
 
@@ -208,17 +222,22 @@ class ResponseCache:
         self._format2 = SqliteResponses(self.directory)
         self._used: set[str] | None = None
         self._pending: list[str] = []
+        self._unwritten: dict[str, Completion] = {}  # answers put since the last commit
+        self._due: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
         self.legacy: _Folder | None = None
         if record is not None and (record.parent / DB_FILE).is_file():
             self.legacy = _Folder(record.parent, create=False)
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
-            found = _decode(self._store.get(key))
+            unwritten = self._unwritten.get(key)
+            if unwritten is not None:  # as reading it back will give it
+                return decode_entry(encode_entry(unwritten))
+            found = decode_entry(self._store.get(key))
             if found is None:  # stored by format 2: copied here
-                found = _decode(self._format2.get(key))
+                found = decode_entry(self._format2.get(key))
                 if found is not None:
-                    self._store.set(key, _encode(found))
+                    self._store.set(key, encode_entry(found))
             if found is not None:
                 self._note(key)
             return found
@@ -228,29 +247,65 @@ class ResponseCache:
         if self.legacy is None:
             return None
         with self._lock:
-            found = _decode(self.legacy.get(old_key))
+            found = decode_entry(self.legacy.get(old_key))
         if found is not None:
             self.put(key, found)
         return found
 
     def put(self, key: str, completion: Completion) -> None:
-        value = _encode(completion)
+        """Keep `completion` under `key`: committed at once without a running event loop; on
+        one, with the other answers of the same turn of the loop, in one transaction when the
+        loop turns (see `commit`). `get` finds it meanwhile."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
         with self._lock:
-            if self._store.set(key, value):
-                self._note(key)
+            self._unwritten[key] = completion
+            if loop is not None and loop in self._due:
+                return  # a commit is already due on this loop
+            if loop is not None:
+                self._due.add(loop)
+        if loop is None:
+            self.commit()
+        else:
+            loop.call_soon(self.commit)
+
+    def commit(self) -> None:
+        """Write the answers put since the last commit, in one transaction.
+
+        On an event loop, `put` leaves this to the loop's next turn: the code that asked goes on
+        at once (at one request at a time, the next request goes out before the answer is
+        written, and the write overlaps its wait), and the answers that arrive together are
+        committed together. The promise: an answer is committed (to SQLite's write-ahead log,
+        which survives the process being killed) in its loop's next turn, before the loop waits
+        again (on the network, a timer) and before any task its arrival wakes (a `gather` over
+        the calls, say) runs on; and before `close` (or a blocking `complete`) returns. A process
+        killed in between loses at most the answers of that one turn, which a resumed run asks
+        again.
+        """
+        with self._lock:
+            self._due.clear()
+            batch = {key: encode_entry(c) for key, c in self._unwritten.items()}
+            self._unwritten.clear()
+            if batch and self._store.set_many(batch):
+                for key in batch:
+                    self._note(key)
 
     def discard(self, key: str) -> None:
         """Forget the entry under `key` (an answer that no longer serves: nothing if absent)."""
         with self._lock:
+            self._unwritten.pop(key, None)
             self._store.delete(key)
 
     def __len__(self) -> int:
+        self.commit()
         with self._lock:
             return self._store.count()
 
     def __contains__(self, key: str) -> bool:
         with self._lock:
-            return self._store.get(key) is not None
+            return key in self._unwritten or self._store.get(key) is not None
 
     # -- the run's record ------------------------------------------------------------------------
 
@@ -286,7 +341,8 @@ class ResponseCache:
             return len(self._used)
 
     def close(self) -> None:
-        """Write the record and close the stores (all reopen on the next use)."""
+        """Commit, write the record and close the stores (all reopen on the next use)."""
+        self.commit()
         with self._lock:
             self._flush()
             self._store.close()
@@ -302,61 +358,3 @@ def read_record(path: Path) -> list[str]:
     except FileNotFoundError:
         return []
     return [line for line in text.splitlines() if len(line) == 64]
-
-
-def _encode(completion: Completion) -> str:
-    """The JSON text stored for `completion`: the answer only, secrets scrubbed."""
-    entry: dict[str, Any] = {
-        "text": scrub_secrets(completion.text),
-        "model": completion.model,
-        "prompt_tokens": completion.usage.prompt_tokens,
-        "completion_tokens": completion.usage.completion_tokens,
-        "cached_tokens": completion.usage.cached_tokens,
-        "finish_reason": completion.finish_reason,
-    }
-    if completion.tool_calls:  # only then: entries without tool calls are as before
-        entry["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": scrub_secrets(c.arguments)}
-            for c in completion.tool_calls
-        ]
-    return dumps(entry).decode("utf-8")
-
-
-def _decode(value: Any) -> Completion | None:
-    """The completion stored in `value`, or None when it is not a readable entry (or None)."""
-    if value is None:
-        return None
-    try:
-        entry = loads(value if isinstance(value, bytes | str) else b"")
-        finish = entry.get("finish_reason")
-        return Completion(
-            text=model_text(_str(entry["text"])),
-            model=_str(entry["model"]),
-            usage=Usage(
-                _count(entry["prompt_tokens"]),
-                _count(entry["completion_tokens"]),
-                _count(entry.get("cached_tokens") or 0),
-            ),
-            finish_reason=model_text(_str(finish)) if finish is not None else None,
-            tool_calls=tuple(
-                ToolCall(
-                    _str(c["id"]), model_text(_str(c["name"])), model_text(_str(c["arguments"]))
-                )
-                for c in entry.get("tool_calls") or ()
-            ),
-        )
-    except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
-        return None  # a damaged entry is a miss, never a crash
-
-
-def _str(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError("not a string")
-    return value
-
-
-def _count(value: Any) -> int:
-    found = tokens(value)
-    if found is None:
-        raise ValueError("not a token count")
-    return found

@@ -141,8 +141,9 @@ class LiteLLMClient:
         max_tokens: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
-        """`acomplete`, run to its end on this client's loop thread."""
-        return self._sync.run(
+        """`acomplete`, run to its end on this client's loop thread (its answer committed to the
+        cache before it returns: a caller off the loop does not wait for the loop's turn)."""
+        completion = self._sync.run(
             self.acomplete(
                 messages,
                 schema=schema,
@@ -154,6 +155,9 @@ class LiteLLMClient:
                 tools=tools,
             )
         )
+        if self.cache is not None:
+            self.cache.commit()
+        return completion
 
     async def acomplete(
         self,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from dataclasses import dataclass
@@ -76,14 +77,22 @@ def send_raw(
     content_type: str,
     headers: dict[str, str] | None = None,
 ) -> None:
-    handler.send_response(status)
-    handler.send_header("Content-Type", content_type)
-    handler.send_header("Content-Length", str(len(data)))
-    for name, value in (headers or {}).items():
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(data)
-    handler.wfile.flush()
+    """One write of the status line, the headers and `data` (two would reach the client as two
+    segments, and wake it twice)."""
+    wire, head = handler.wfile, io.BytesIO()
+    handler.wfile = head
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        message = head.getvalue() + data
+    finally:
+        handler.wfile = wire
+    wire.write(message)
+    wire.flush()
 
 
 @dataclass

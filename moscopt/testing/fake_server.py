@@ -3,8 +3,9 @@
 `FakeServer` serves `POST /v1/chat/completions` on a random port of 127.0.0.1 from its own
 thread (stdlib `http.server`, one thread per connection, HTTP/1.1 keep-alive). It can:
 
-- answer after a fixed `latency` (seconds) with a reply made by `responder(body) -> str`
-  (default: `"echo: <last user message>"`), with OpenAI-shaped `usage` (whitespace word counts);
+- answer a fixed `latency` (seconds) after the request line arrived (the server's own parsing and
+  the answer's making fall within it), with a reply made by `responder(body) -> str` (default:
+  `"echo: <last user message>"`), with OpenAI-shaped `usage` (whitespace word counts);
 - inject faults at `fault_rate`, drawn with a seeded `random.Random` from `faults`;
 - play a script of outcomes for the next requests (`script("401")`), before any random draw;
 - play a prefix cache (`prompt_cache=True`): a system message seen before is reported as
@@ -222,8 +223,9 @@ class FakeServer:
             return index, outcome
 
     def _handle(self, handler: _Handler, raw: bytes) -> None:
-        started = time.perf_counter()
-        arrived = time.time()
+        # from the request line's arrival (its headers and body were parsed since): `latency` is
+        # the server's whole time to answer, its own parsing and building of the answer included
+        started, arrived = handler.received
         index, outcome = self._next_outcome()
         try:
             body: Any = json.loads(raw) if raw else None
@@ -246,26 +248,36 @@ class FakeServer:
             self._log.append(record)
         answered = False
         try:
-            if self.latency > 0 and not self._wait(handler, self.latency):
+            # an answer is made before the wait and sent when it ends, so that it starts out
+            # `latency` after its request arrived
+            reply = self._answer(body, index) if outcome == "ok" else None
+            if self.latency > 0 and not self._wait(handler, started + self.latency):
                 handler.close_connection = True  # the client hung up: nobody to answer
                 return
             if outcome != "timeout":  # no longer in flight once its answer starts out: a
                 answered = self._answering()  # client that has it may send the next at once
-            self._respond(handler, outcome, body, index)
+            if reply is not None:
+                send_raw(handler, 200, reply, "application/json")
+            else:
+                self._respond(handler, outcome, body, index)
         finally:
             with self._lock:
                 self._in_flight -= 0 if answered else 1
-                record.seconds = time.perf_counter() - started
+                record.seconds = time.monotonic() - started
+
+    def _answer(self, body: Any, index: int) -> bytes:
+        """The bytes of an `ok` answer to `body`."""
+        text = self.responder(body)
+        return json.dumps(completion_body(body, text, index, self._cached_tokens(body))).encode()
 
     def _answering(self) -> bool:
         with self._lock:
             self._in_flight -= 1
         return True
 
-    def _wait(self, handler: _Handler, seconds: float) -> bool:
-        """Wait `seconds` (less if the server stops); False if the client hung up meanwhile (a
-        request its client gave up on is no longer in flight)."""
-        deadline = time.monotonic() + seconds
+    def _wait(self, handler: _Handler, deadline: float) -> bool:
+        """Wait until `deadline` (`time.monotonic()`; less if the server stops); False if the
+        client hung up meanwhile (a request its client gave up on is no longer in flight)."""
         sock = handler.connection
         while not self._stopping.is_set():
             left = deadline - time.monotonic()
@@ -283,10 +295,8 @@ class FakeServer:
         return True
 
     def _respond(self, handler: _Handler, outcome: str, body: Any, index: int) -> None:
-        if outcome == "ok":
-            text = self.responder(body)
-            send_json(handler, 200, completion_body(body, text, index, self._cached_tokens(body)))
-        elif outcome == "429":
+        """Answer with any outcome but `ok` (see `_handle`)."""
+        if outcome == "429":
             headers = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
             send_json(handler, 429, error_body("rate limit reached", "rate_limit_error"), headers)
         elif outcome in ("500", "503"):
@@ -337,6 +347,12 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # else headers and body wait out delayed ACKs (40 ms)
     timeout = 30  # an idle connection never holds a thread for long
     server: _HTTPServer
+    received: tuple[float, float] = (0.0, 0.0)  # the request line's arrival: monotonic, wall
+
+    def parse_request(self) -> bool:
+        # called as soon as the request line is read, before its headers are parsed
+        self.received = (time.monotonic(), time.time())
+        return super().parse_request()
 
     def setup(self) -> None:
         super().setup()
