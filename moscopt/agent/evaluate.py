@@ -118,8 +118,12 @@ async def each_rollout(
     concurrency: int,
     sample: int = 0,
 ) -> None:
-    """Roll out every task once, at most `concurrency` at a time, handing each rollout (with the
-    task's index) to `handle` as it completes. Only the rollouts in flight are in memory."""
+    """Roll out every task once, handing each rollout (with the task's index) to `handle` as it
+    completes. Only the rollouts in flight are in memory: `concurrency` of them, the LM's slots
+    for calls in flight, and one more, whose next request waits for a slot ready-made (its
+    cache lookup and request built), so that it goes out as soon as an answer frees one and the
+    answered rollout's own work (grading, its row) overlaps the wait for the next answer
+    (`LiteLLMClient.acomplete` yields once after an answer)."""
     next_index = 0
 
     async def worker() -> None:
@@ -129,7 +133,8 @@ async def each_rollout(
             next_index += 1
             handle(i, await agent.run(tasks[i], sample=sample))
 
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(max(1, concurrency), len(tasks)))]
+    count = min(max(1, concurrency) + 1, len(tasks))
+    workers = [asyncio.ensure_future(worker()) for _ in range(count)]
     try:
         await asyncio.gather(*workers)
     except BaseException:  # the first failure stops the others (as `gather` of every task did)

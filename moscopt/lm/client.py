@@ -208,6 +208,9 @@ class LiteLLMClient:
         parsed = self._structured(completion, request)
         if self.cache is not None:
             self.cache.put(request.key(), completion)
+        # recorded and cached: let a request waiting for the slot this answer freed go out
+        # before the caller's own work on the answer (`moscopt.agent.evaluate.each_rollout`)
+        await asyncio.sleep(0)
         return parsed
 
     async def supports_tools(self) -> bool:
