@@ -68,8 +68,9 @@ def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]],
     return partial(encode_texts, model)
 
 
-def load_sentence_model(name: str, folder: Path | None = None) -> Any:
-    """The sentence-transformers model `name` (from `folder` when given) on CPU."""
+def load_sentence_model(name: str, folder: Path | None) -> Any:
+    """The sentence-transformers model `name` on CPU, from `folder` (`model_folder(name)`, which
+    the caller resolved) or, when it is None, as sentence-transformers finds `name`."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
@@ -84,7 +85,7 @@ def load_sentence_model(name: str, folder: Path | None = None) -> Any:
     except ImportError:
         pass
     try:
-        return SentenceTransformer(str(folder or model_folder(name) or name), device="cpu")
+        return SentenceTransformer(str(folder or name), device="cpu")
     except Exception as e:  # no hub, no such model
         first = str(e).splitlines()[0] if str(e) else ""
         raise EmbedderUnavailable(

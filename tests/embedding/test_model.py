@@ -100,13 +100,13 @@ def test_the_numpy_encoder_gives_sentence_transformers_vectors() -> None:
     texts; and the torch path, one text per pass, gives each text the bytes it gives alone."""
     pytest.importorskip("sentence_transformers")
     from moscopt.embedding import bert
-    from moscopt.embedding.model import encode_texts, load_sentence_model
+    from moscopt.embedding.model import encode_texts, load_sentence_model, model_folder
 
     encoder = bert.load(minilm_folder())
     assert encoder is not None
     texts = some_texts()
     ours = np.stack(encoder.encode(texts))
-    model = load_sentence_model(MINILM)
+    model = load_sentence_model(MINILM, model_folder(MINILM))
     reference = model.encode(texts, batch_size=16, normalize_embeddings=True)
     assert np.abs(ours - reference).max() < 1e-5
     each = encode_texts(model, texts[:3])
