@@ -240,11 +240,16 @@ def main() -> None:
         write_work(work, args.tasks)
         print(
             f"{args.tasks} tasks, server latency {args.latency * 1e3:.0f} ms, "
-            f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}"
+            f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {load()}"
         )
         compare(server, args, work, env)
         if not args.skip_cpu:
             cpu_per_call(server, args, env)
+        print(f"load average at the end {load()}")
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":
