@@ -152,12 +152,13 @@ def test_train_against_a_provider_refusing_every_call_exits_1_and_resumes(
     with Provider() as provider:
         result = runner.invoke(app, train_args(provider.url))
         assert result.exit_code == 1, result.output
-        first = result.output.strip().splitlines()[0]
-        assert first.startswith("moscopt: stopped: ") and "of the" in first, first
+        # the phase's "start" line, then the reason
+        first = next(x for x in result.output.splitlines() if x.startswith("moscopt: stopped: "))
+        assert "of the" in first, first
         assert "failed, more than llm.max_error_rate = 0.5" in first
         assert "HTTP 400: Invalid 'temperature': above maximum" in first
         assert KEY not in result.output
-        assert provider.requests < 20  # it stopped during the first validation
+        assert provider.requests < 20  # it stopped during the first rollout and validation
         run = RunDir.open(project / "runs/r1")
         assert run.load_state().status == "stopped"
         provider.broken = False

@@ -119,6 +119,7 @@ async def lifecycle_cycle(ctx: Context, validator: Validator) -> None:
         op = planner(ns, list(ctx.pool.names))
         if op is not None:
             await apply_op(ctx, validator, op)
+    await ctx.settled()  # saved with the phase's starting score
     ctx.save()
 
 

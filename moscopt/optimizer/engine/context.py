@@ -7,8 +7,9 @@ The context is the one owner of the run's state in memory: phases change `ctx.st
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from moscopt.agent.build import agent_for
@@ -69,6 +70,7 @@ class Context:
         self.extensions: list[Extension] = []
         self.activity = ""  # what runs now, in words (the live display's "now" line)
         self.planned_calls: int | None = None  # the plan's calls for this process (its ETA)
+        self._measuring: asyncio.Future[None] | None = None  # the phase's starting score
         # the edit decisions as logged (`run.outcomes`), counted for the progress callback
         self.outcomes = (
             outcome_counts(e for e in run.read_events(self.state, {"edit"}) if _is_edit(e))
@@ -136,6 +138,30 @@ class Context:
     def proposal_decided(self, name: str, ids: tuple[str, ...], outcome: Outcome) -> None:
         for extension in self.extensions:
             extension.proposal_decided(self, name, ids, outcome)
+
+    # -- the score a phase starts from -----------------------------------------------------------
+
+    def measure_in_background(self, measuring: Coroutine[Any, Any, None]) -> None:
+        """Run `measuring`, which sets `cursor.best_val` (the score of the pool a phase starts
+        from), beside what the phase does first: rolling out, reflecting, proposing and breeding
+        do not depend on it. `settled` waits for it."""
+        self._measuring = asyncio.ensure_future(measuring)
+
+    async def settled(self) -> None:
+        """Wait until the phase's starting score is in. Every decision does, since it compares
+        against that pool; a failure to measure it is raised here."""
+        if self._measuring is not None:
+            await asyncio.shield(self._measuring)
+
+    async def stop_measuring(self) -> None:
+        """Cancel a measuring still running (the run stops); its own failure is not raised."""
+        measuring, self._measuring = self._measuring, None
+        if measuring is None:
+            return
+        measuring.cancel()
+        await asyncio.wait([measuring])
+        if not measuring.cancelled():
+            measuring.exception()  # retrieved: the run's own error is the one that matters
 
     # -- routing and agents ----------------------------------------------------------------------
 
@@ -230,7 +256,8 @@ class Context:
         return totals
 
     def save(self) -> None:
-        """Persist the state (with each extension's part, as it is now) and the pool."""
+        """Persist the state (with each extension's part, as it is now) and the pool. Callers
+        save after `settled`, so that no saved state lacks its phase's starting score."""
         for extension in self.extensions:
             data = extension.saved_state() if extension.name else None
             if data is not None:

@@ -120,6 +120,7 @@ class Editor:
     async def _decide(self, p: Proposed) -> None:
         ctx, opt = self.ctx, self.opt(p.name)
         p.adam.keep_analysis(opt, p.analysis)
+        await ctx.settled()
         before = ctx.cursor.best_val or 0.0
         if p.candidate is None:
             ctx.record(

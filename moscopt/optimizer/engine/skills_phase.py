@@ -138,4 +138,7 @@ class SkillsPhase:
             await self.gate.watch(rollouts)
         await ctx.after_rollouts(rollouts)
         ctx.cursor.credited = True
+        # no state is saved without the phase's starting score: a resumed run would measure it
+        # with the agent this minibatch just taught, not with the one the phase started with
+        await ctx.settled()
         ctx.save()

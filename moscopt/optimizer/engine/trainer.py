@@ -5,7 +5,7 @@ on routing failures (`gate_phase`), (3) every E epochs collective evolution, the
 memory and the epoch-local buffers are reset (`evolution_phase`). Every change is a candidate
 pool that the acceptance policy (`policies.acceptance`) keeps or rejects on the validation split.
 
-Resumability: state is saved after every decision and every phase, with a `Cursor` that says
+Resumability: state is saved after every minibatch, decision and phase, with a `Cursor` that says
 what is done and where this epoch's rollouts are in the ledger. Every random choice is a function
 of (seed, epoch, task), LLM answers come from the cache, and proposals depend only on what was
 saved, so a run killed at any point and resumed makes the decisions an uninterrupted one makes.
@@ -13,7 +13,8 @@ saved, so a run killed at any point and resumed makes the decisions an uninterru
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from moscopt.optimizer.engine.certificate import certify
 from moscopt.optimizer.engine.context import Context, ProgressFn
@@ -87,27 +88,50 @@ class Trainer:
         return self.ctx.pool
 
     async def start_phase(self, phase: str) -> None:
-        """Freeze the gate's view of the statistics and measure the current pool under it."""
+        """Freeze the gate's view of the statistics for `phase` and start measuring the current
+        pool under it, in the background: the phase's first work (roll out, reflect, propose,
+        breed) does not depend on the score; every decision, and every save, waits for it
+        (`Context.settled`). A run killed before the phase's first save redoes this."""
         ctx = self.ctx
+        await ctx.settled()  # the previous phase's score is in
         c = ctx.cursor
         c.phase = phase  # type: ignore[assignment]
         c.batch, c.target, c.credited, c.batch_start = 0, 0, False, None
         c.val_q = {k: round(v, 2) for k, v in ctx.state.q.items()}
         c.val_activations = dict(ctx.state.activations)
-        c.best_val = await self.validator.score(ctx.pool)
+        c.best_val = None
         ctx.state.phase = phase
-        ctx.state.val_history.append(
-            ScorePoint(epoch=ctx.state.epoch, step=ctx.state.step, phase=phase, score=c.best_val)
-        )
-        ctx.save()
         ctx.emit(event="phase")
+        ctx.measure_in_background(self._measure())
+
+    def _measure(self) -> Coroutine[Any, Any, None]:
+        """The measuring of the current pool under the phase's view, ready to run beside the
+        phase's first work. Its agent is built now: routers and memory are built from the run's
+        state as it is when the phase starts, before that work changes it (a rollout under way
+        explores, a credited minibatch teaches). Run, it sets `cursor.best_val` and adds the point
+        of the validation history where the phase started."""
+        ctx, s = self.ctx, self.ctx.state
+        where = {"epoch": s.epoch, "step": s.step, "phase": ctx.cursor.phase}
+        scoring = self.validator.score_later(ctx.pool)
+
+        async def measure() -> None:
+            ctx.cursor.best_val = score = await scoring
+            s.val_history.append(ScorePoint(**where, score=score))
+
+        return measure()
 
     async def train(self) -> RunState:
+        try:
+            return await self._train()
+        finally:
+            await self.ctx.stop_measuring()
+
+    async def _train(self) -> RunState:
         ctx, s = self.ctx, self.ctx.state
         ctx.run.rewind_events(s)
         finish_migrations(s, RunFacts(ctx.run.events_path, len(batches(ctx, 0))))
         s.status = "running"
-        if ctx.cursor.best_val is None and s.epoch == 0:
+        if ctx.cursor.best_val is None and s.epoch == 0:  # nothing saved since the run began
             checkpoint = ctx.checkpoint(ctx.pool)
             ctx.record(
                 TrainStart(pool=ctx.pool.digest()[:12], n=len(ctx.pool), checkpoint=checkpoint)
@@ -125,20 +149,24 @@ class Trainer:
                 if self._evolution_due():
                     await self.start_phase("evolve")
                 else:  # no evolution this epoch: no "evolve: start" for a phase that does not run
+                    await ctx.settled()
                     ctx.cursor.phase = "memory"
                     ctx.save()
             elif phase == "evolve":
                 if self._evolution_due():
                     cycle = next((e.evolution for e in ctx.extensions if e.evolution), evolve)
                     await cycle(ctx, self.validator)
+                await ctx.settled()
                 ctx.cursor.phase = "memory"
                 ctx.save()
             elif phase == "memory":
+                await ctx.settled()
                 await end_epoch(ctx, self.editor)
                 if s.epoch < ctx.config.training.epochs:
                     await self.start_phase("skills")
                 else:
                     ctx.save()
+        await ctx.settled()
         if ctx.config.training.certificate_samples:
             await certify(ctx)  # recorded once per final pool: a resumed run does not pay twice
         s.status = "done"

@@ -25,8 +25,8 @@ samples learns little from a second sample (scripts/bench_acceptance.py, `--cons
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 from moscopt.agent.evaluate import run_tasks
 from moscopt.lm.batch import can_wait, wave_concurrency
@@ -34,6 +34,7 @@ from moscopt.optimizer.policies.acceptance import Acceptance, Direction, Verdict
 from moscopt.run.ledger import Decision, Validation
 
 if TYPE_CHECKING:
+    from moscopt.agent.skill_agent import SkillAgent
     from moscopt.core.skills import Pool
     from moscopt.optimizer.engine.context import Context
 
@@ -62,8 +63,11 @@ class Validator:
         size = self.ctx.config.optimizer.val_look
         return len(self.ctx.val_tasks) if size is None else min(size, len(self.ctx.val_tasks))
 
-    async def rewards(self, pool: Pool, look: int = 0) -> list[float]:
-        """The reward of each task of look `look` (`look_tasks`), in the look's order."""
+    async def rewards(
+        self, pool: Pool, look: int = 0, agent: SkillAgent | None = None
+    ) -> list[float]:
+        """The reward of each task of look `look` (`look_tasks`), in the look's order; `agent`:
+        the one to answer with, built earlier (default: built now for `pool`)."""
         key = self._key(pool, look)
         cached = self._rewards.get(key)
         if cached is not None:
@@ -81,7 +85,8 @@ class Validator:
             ctx.doing(f"{what} ({done} of {len(plan)} tasks done)")
 
         ctx.doing(f"{what} (0 of {len(plan)} tasks done)")
-        agent = ctx.agent(pool, ctx.val_stats())
+        if agent is None:
+            agent = ctx.agent(pool, ctx.val_stats())
         rewards: list[float] = []
         for sample, indices in by_sample(plan):
             sample += self.first_sample
@@ -126,9 +131,15 @@ class Validator:
         """At most how many samples a decision looks at (1 for the strict policy)."""
         return int(getattr(self.policy, "max_samples", 1))
 
-    async def score(self, pool: Pool) -> float:
+    async def score(self, pool: Pool, agent: SkillAgent | None = None) -> float:
         """Mean reward of sample 0: the score a phase starts from."""
-        return _mean(await self.rewards(pool, 0))
+        return _mean(await self.rewards(pool, 0, agent))
+
+    def score_later(self, pool: Pool) -> Coroutine[Any, Any, float]:
+        """`score(pool)` to run later, with the agent (its router, its memory) built now from
+        the run's state as it is now, unless the score is already known."""
+        known = self._key(pool, 0) in self._rewards
+        return self.score(pool, None if known else self.ctx.agent(pool, self.ctx.val_stats()))
 
     async def decide(
         self,
@@ -137,6 +148,8 @@ class Validator:
         *,
         direction: Direction = "better",
     ) -> Verdict:
+        await self.ctx.settled()  # the incumbent's score as the phase started, in the state
+
         async def of_incumbent(s: int) -> Sequence[float]:
             return await self.rewards(incumbent, s)
 

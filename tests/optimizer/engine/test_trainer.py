@@ -165,7 +165,12 @@ def restoration_trainer(tmp_path: Path, seed_dir: Path, **overrides: Any) -> Tra
         run=run, config=config, benchmark=bench, splits=sp,
         agent_lm=lm, optimizer_lm=lm, seeds=seeds,
     )  # fmt: skip
-    asyncio.run(trainer.start_phase("skills"))
+
+    async def start() -> None:  # the phase's score is measured in its loop
+        await trainer.start_phase("skills")
+        await trainer.ctx.settled()
+
+    asyncio.run(start())
     return trainer
 
 
@@ -265,3 +270,39 @@ def test_the_evolve_phase_starts_only_when_evolution_runs(
     trainer = train_run(run, config, bench, sp, seeds, scripted_lm())
     phases = [p.phase for p in trainer.state.val_history]
     assert ("evolve" in phases) is enabled and trainer.state.status == "done"
+
+
+class TurnTaking(FakeLM):
+    """Each answer takes a turn of the event loop; counts the calls in flight at each call."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.flying = 0
+        self.seen: list[tuple[str, int]] = []  # (purpose, calls in flight with it)
+
+    async def acomplete(self, messages: Any, **kwargs: Any) -> Any:
+        self.flying += 1
+        self.seen.append((kwargs.get("purpose", ""), self.flying))
+        try:
+            await asyncio.sleep(0)
+            return await super().acomplete(messages, **kwargs)
+        finally:
+            self.flying -= 1
+
+
+def test_a_phase_measures_its_starting_pool_beside_its_first_rollouts(
+    tmp_path: Path, seed_dir: Path
+) -> None:
+    run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.epochs": 1})
+    lm = TurnTaking(responder=respond)
+    trainer = train_run(run, config, bench, sp, seeds, lm)
+    before_reflecting = lm.seen[: [p for p, _ in lm.seen].index("reflect-skill")]
+    # more calls at once than one job's workers (llm.concurrency, and one preparing its next):
+    # the measuring's and the first rollout's
+    assert max(n for _, n in before_reflecting) > config.llm.concurrency + 1
+    # the same run as without the overlap: the starting score first in the history, decisions
+    reference, *parts = make_run(tmp_path / "ref", seed_dir, **{"training.epochs": 1})
+    plain = train_run(reference, *parts, FakeLM(responder=respond))
+    assert trainer.state.val_history == plain.state.val_history
+    assert trainer.state.val_history[0].step == 0 and trainer.state.val_history[0].score == 0.0
+    assert trainer.pool.digest() == plain.pool.digest()

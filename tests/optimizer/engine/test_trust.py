@@ -223,7 +223,12 @@ def test_evolution_newborns_start_from_the_mean_q_and_the_eliminated_are_forgott
     s.activations = {"careful-computation": 9, "cautious-planner": 9, "detail-verifier": 9}
     for name in s.q:
         s.optimizers[name] = OptimizerState(long_term_memory=["- a lesson"])
-    asyncio.run(trainer.start_phase("evolve"))
+
+    async def start() -> None:  # the phase's score is measured in its loop
+        await trainer.start_phase("evolve")
+        await trainer.ctx.settled()
+
+    asyncio.run(start())
     asyncio.run(evolve(trainer.ctx, trainer.validator))
     (event,) = read_events(trainer.ctx.run.events.path, kinds={"evolution"})
     assert isinstance(event, EvolutionEvent) and event.accepted
