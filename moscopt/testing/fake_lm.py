@@ -21,6 +21,7 @@ call, `crash_on_call(n, respond)` on the n-th call of one responder. `Crash` is 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -174,3 +175,23 @@ class FakeLM:
             top_p=top_p,
             max_tokens=max_tokens,
         )
+
+
+class TurnTakingLM(FakeLM):
+    """A `FakeLM` whose every answer takes a turn of the event loop, so that concurrent callers
+    interleave; `seen` holds each call's purpose and how many calls were in flight with it (what
+    tests of overlap read: no clock involved)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.flying = 0
+        self.seen: list[tuple[str, int]] = []
+
+    async def acomplete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        self.flying += 1
+        self.seen.append((kwargs.get("purpose", ""), self.flying))
+        try:
+            await asyncio.sleep(0)
+            return await super().acomplete(messages, **kwargs)
+        finally:
+            self.flying -= 1

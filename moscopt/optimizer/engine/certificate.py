@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from moscopt.agent.evaluate import run_tasks
 from moscopt.lm.batch import can_wait, wave_concurrency
+from moscopt.optimizer.evolve import gather_all
 from moscopt.optimizer.policies.acceptance import SequentialSignFlip
 from moscopt.routing.gate import GateStats
 from moscopt.run.ledger import CertificateEvent, TrainStart
@@ -77,9 +78,17 @@ async def certify(ctx: Context) -> CertificateEvent:
         seed = ctx.run.load_checkpoint(start.checkpoint)
         fresh = GateStats(c_min=ctx.config.credit.c_min)  # the start: no statistics yet
         diffs, seed_total, final_total = [0.0] * len(tasks), 0.0, 0.0
+        both = ((final, ctx.live_stats(), True), (seed, fresh, False))
+        runs = await gather_all(  # every pool and sample at once: none depends on another
+            (
+                _rewards(ctx, pool, stats, tasks, s, memory=memory)
+                for s in range(samples)
+                for pool, stats, memory in both
+            ),
+            overlap=ctx.config.optimizer.overlap,
+        )
         for s in range(samples):
-            mine = await _rewards(ctx, final, ctx.live_stats(), tasks, s, memory=True)
-            theirs = await _rewards(ctx, seed, fresh, tasks, s, memory=False)
+            mine, theirs = runs[2 * s], runs[2 * s + 1]
             for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
                 diffs[i] += (a - b) / samples
             final_total, seed_total = final_total + sum(mine), seed_total + sum(theirs)

@@ -17,6 +17,7 @@ from moscopt.optimizer.engine.certificate import certify, latest, line
 from moscopt.run.ledger import CertificateEvent
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeLM
+from moscopt.testing.fake_lm import TurnTakingLM
 from moscopt.testing.scripted import MAGIC, ROUTES, edit, splits, tasks
 
 NAMES = ("careful-computation", "cautious-planner", "detail-verifier")
@@ -158,3 +159,17 @@ def test_with_no_held_out_task_the_certificate_is_skipped_and_says_why(
     assert event.verdict == "skipped" and "optimizer.p_val" in event.reason
     assert line(event).startswith("certificate: skipped (no held-out tasks")
     assert json.loads(event.model_dump_json())["verdict"] == "skipped"
+
+
+def test_the_two_pools_are_rolled_out_at_once(tmp_path: Path, seed_dir: Path) -> None:
+    sp = splits(n_test=8)
+    run, config, seeds = start(tmp_path, seed_dir, sp, **{"training.max_steps_per_epoch": 2})
+    lm = TurnTakingLM(routes=ROUTES)
+    train(run, config, seeds, sp, lm)
+    (event,) = certificates(run)
+    assert event.verdict == "better"
+    # the certificate's calls (a gate and an agent call per task and pool) end the run; more at
+    # once than one rollout's workers (llm.concurrency, and one preparing its next): both pools
+    tail = lm.seen[-2 * 2 * event.tasks :]
+    assert {p for p, _ in tail} == {"gate", "agent"}
+    assert max(n for _, n in tail) > config.llm.concurrency + 1

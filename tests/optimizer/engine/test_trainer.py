@@ -13,7 +13,7 @@ from moscopt.optimizer.engine import Trainer
 from moscopt.run.ledger import GateRestored
 from moscopt.run.ledger_read import read_events
 from moscopt.testing import FakeLM
-from moscopt.testing.fake_lm import Crash, crash_on_call
+from moscopt.testing.fake_lm import Crash, TurnTakingLM, crash_on_call
 from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond, scripted_lm, train_run
 
 
@@ -272,29 +272,11 @@ def test_the_evolve_phase_starts_only_when_evolution_runs(
     assert ("evolve" in phases) is enabled and trainer.state.status == "done"
 
 
-class TurnTaking(FakeLM):
-    """Each answer takes a turn of the event loop; counts the calls in flight at each call."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.flying = 0
-        self.seen: list[tuple[str, int]] = []  # (purpose, calls in flight with it)
-
-    async def acomplete(self, messages: Any, **kwargs: Any) -> Any:
-        self.flying += 1
-        self.seen.append((kwargs.get("purpose", ""), self.flying))
-        try:
-            await asyncio.sleep(0)
-            return await super().acomplete(messages, **kwargs)
-        finally:
-            self.flying -= 1
-
-
 def test_a_phase_measures_its_starting_pool_beside_its_first_rollouts(
     tmp_path: Path, seed_dir: Path
 ) -> None:
     run, config, bench, sp, seeds = make_run(tmp_path, seed_dir, **{"training.epochs": 1})
-    lm = TurnTaking(responder=respond)
+    lm = TurnTakingLM(responder=respond)
     trainer = train_run(run, config, bench, sp, seeds, lm)
     before_reflecting = lm.seen[: [p for p, _ in lm.seen].index("reflect-skill")]
     # more calls at once than one job's workers (llm.concurrency, and one preparing its next):
