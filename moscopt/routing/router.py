@@ -58,8 +58,12 @@ class FamiliarityRouter:
 
     async def explain(self, task_text: str) -> Routing:
         """The full routing decision: every skill's familiarity and score, and the cutoff."""
-        model = (await self._source()).synced(self.names)  # first: it may prefetch the tasks
+        await self._source()  # first: creating the heads prefetches the tasks
         (x,) = await self.features.vectors([task_text])
+        # the heads as they are now, used without a pause: a minibatch that learns meanwhile
+        # (the engine measures a phase's starting pool beside its first rollouts) changes them
+        # in place, never in the middle of a routing
+        model = (await self._source()).synced(self.names)
         return model.route(x, explore=self.explore)
 
     async def select(self, task_text: str, *, sample: int = 0) -> Activation:

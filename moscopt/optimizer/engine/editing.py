@@ -74,6 +74,7 @@ class Editor:
         if value is not None:
             return value
         hard, soft = hard_soft(rollouts)
+        await self.ctx.settled()  # the history ends with the phase's starting score
         recent = ", ".join(f"{p.score:.3f}" for p in self.ctx.state.val_history[-5:]) or "none"
         return self.budget.clamp(await self.adam("").choose_budget(hard, soft, recent))
 

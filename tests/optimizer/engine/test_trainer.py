@@ -14,7 +14,14 @@ from moscopt.run.ledger import GateRestored
 from moscopt.run.ledger_read import read_events
 from moscopt.testing import FakeLM
 from moscopt.testing.fake_lm import Crash, TurnTakingLM, crash_on_call
-from moscopt.testing.scripted import MAGIC, VAGUE, make_run, respond, scripted_lm, train_run
+from moscopt.testing.scripted import (
+    MAGIC,
+    VAGUE,
+    make_run,
+    respond,
+    scripted_lm,
+    train_run,
+)
 
 
 def test_reflect_propose_validate_accept_and_reject(tmp_path: Path, seed_dir: Path) -> None:
@@ -288,3 +295,20 @@ def test_a_phase_measures_its_starting_pool_beside_its_first_rollouts(
     assert trainer.state.val_history == plain.state.val_history
     assert trainer.state.val_history[0].step == 0 and trainer.state.val_history[0].score == 0.0
     assert trainer.pool.digest() == plain.pool.digest()
+
+
+def test_the_gate_steps_budget_reads_the_gate_phases_starting_score(
+    tmp_path: Path, seed_dir: Path
+) -> None:
+    run, config, bench, sp, seeds = make_run(
+        tmp_path, seed_dir, **{"optimizer.schedule": "autonomous"}
+    )
+    lm = scripted_lm()
+    trainer = train_run(run, config, bench, sp, seeds, lm)
+    asked = [r.messages[-1]["content"] for r, p in zip(lm.history, lm.purposes, strict=True)]
+    budgets = [text for text, p in zip(asked, lm.purposes, strict=True) if p == "budget"]
+    history = trainer.state.val_history
+    (gate_start,) = [x for x in history if x.phase == "gate" and x.epoch == 0]
+    # measured in the background as the gate phase starts, and waited for by its budget
+    seen = [f"{x.score:.3f}" for x in history if x.step <= gate_start.step][-5:]
+    assert f"Recent history: {', '.join(seen)}\n" in budgets[-1]
