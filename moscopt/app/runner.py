@@ -81,10 +81,15 @@ def train(
 ) -> TrainOutcome:
     """Start a new run and train it to the end; `started` is told the run's path as soon as
     the run exists (before the models load)."""
-    if config.llm.deployments:  # litellm's Router: its import starts now, beside the loading
-        from moscopt.lm.litellm_env import preload
+    llm = config.llm
+    if llm.deployments:  # litellm's Router: its import starts now, beside the loading, unless
+        from moscopt.lm.deployments import shuffle_before_the_router  # the first calls go
+        from moscopt.lm.litellm_env import preload  # out without it (then it starts with them)
 
-        preload()
+        if not shuffle_before_the_router(
+            llm.deployments, llm.routing, direct=llm.transport == "auto"
+        ):
+            preload()
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
     for m in messages:

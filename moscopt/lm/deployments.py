@@ -17,13 +17,23 @@ OpenAI-compatible endpoint (`openai/...`, `hosted_vllm/...` at an `api_base`) go
 direct HTTP/1.1 transport, as a single endpoint's calls do, and its outcome goes back to the
 Router, which counts it (rpm/tpm, allowed fails, cooldowns) as it counts its own; the other
 deployments' attempts go through `litellm.acompletion`.
+
+litellm's import takes about 3 s of CPU. Where the Router would choose by simple-shuffle alone
+(its default strategy, no rpm/tpm limit, every primary deployment sent to directly), the calls
+made while it imports do not wait for it: each goes to a primary deployment drawn as
+simple-shuffle draws (`shuffle_before_the_router`), and the Router takes over when it is loaded,
+or at the first failure (that call included, with one retry fewer), with its cooldowns, retries
+elsewhere and fallbacks. The import then starts with the first call, so that it runs in the
+calls' waits for the servers rather than in the run's start-up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import random
 import weakref
+from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -148,7 +158,10 @@ class DeploymentsTransport:
         self._module: Any = None
         self._routers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
         self._routers = weakref.WeakKeyDictionary()  # litellm's clients belong to one loop
-        preload()  # litellm's import starts now, beside the run's loading
+        self._shuffle = shuffle_before_the_router(self._deployments, routing, direct=direct)
+        # litellm's import: beside the run's loading, or, where the first calls need no Router,
+        # beside those calls (in their waits for the server, not in the run's start-up)
+        self._loading: Future[Any] | None = None if self._shuffle else preload()
 
     def __repr__(self) -> str:
         return f"DeploymentsTransport({self.group!r}, {len(self._deployments)} deployments)"
@@ -179,10 +192,20 @@ class DeploymentsTransport:
         return router
 
     async def asend(self, request: LMRequest) -> RawAnswer:
+        retries = self._routing.retries
+        if self._loading is None:
+            self._loading = preload()
+        if self._shuffle is not None and not self._loading.done():
+            answer = await self._before_the_router(request, *self._shuffle)
+            if answer is not None:
+                return answer
+            # the failed attempt was the call's first (with no retry left, the Router still
+            # makes its own attempt and turns to the fallbacks)
+            retries = max(retries - 1, 0)
         router = await self._router()
         fields = litellm_fields(request, self.group, cache_marks=self._marks)
         fields.pop("max_retries")  # per deployment, in its litellm_params
-        fields["num_retries"] = self._routing.retries
+        fields["num_retries"] = retries
         # the router retries within its deployments; the guard covers those attempts too
         budget = self._timeout * (self._routing.retries + 1)
         call = _Call(request)
@@ -204,6 +227,22 @@ class DeploymentsTransport:
                 max_bytes=self._max_bytes,
             )
         return replace(raw, cost=None)  # the client prices it (see `model_list`)
+
+    async def _before_the_router(
+        self, request: LMRequest, labels: list[str], weights: list[int]
+    ) -> RawAnswer | None:
+        """One attempt while litellm is still importing, on a deployment drawn as the Router's
+        simple-shuffle draws it; None when it failed: from then on the Router takes every call
+        (this one with one retry fewer), with its cooldowns and retries elsewhere."""
+        label = random.choices(labels, weights)[0]
+        try:
+            raw = await self.direct[label].asend(request)
+        except Fault as fault:
+            self.failed(label, fault)
+            self._shuffle = None
+            return None
+        self.health.answered(label)
+        return replace(raw, deployment=label, cost=None)
 
     async def _attempt(self, endpoint: Endpoint, kwargs: dict[str, Any]) -> Any:
         """One attempt of the Router's on the deployment it picked (`moscopt.lm.router_host`)."""
@@ -249,6 +288,31 @@ class DeploymentsTransport:
             del self._routers[loop]
         for transport in self.direct.values():
             transport.close()
+
+
+def shuffle_before_the_router(
+    deployments: list[DeploymentConfig], routing: RoutingConfig, *, direct: bool = True
+) -> tuple[list[str], list[int]] | None:
+    """The primary deployments and their weights, for the calls sent while litellm imports
+    (about 3 s of CPU, which the first calls would otherwise wait for); None where only the
+    Router can choose: another strategy than simple-shuffle, a deployment with an rpm or tpm
+    limit (the Router counts them), or one that litellm itself sends to (not `direct`).
+
+    Drawn as simple-shuffle draws (by `weight`, else evenly), these attempts are the Router's own
+    choice made without it; the Router takes over at the first failure or when litellm is
+    loaded."""
+    primaries = [d for d in deployments if not d.fallback]
+    if not direct or not primaries or routing.strategy != "simple-shuffle":
+        return None
+    for d in primaries:
+        if d.rpm is not None or d.tpm is not None:
+            return None
+        if d.api_base is None or not uses_direct_transport(d.model, d.api_base):
+            return None
+    weights = [d.weight or 0 for d in primaries]  # unweighted beside weighted ones: never
+    if not any(weights):
+        weights = [1] * len(primaries)
+    return [deployment_label(d) for d in primaries], weights
 
 
 async def _routed(router: Any, fields: dict[str, Any]) -> Any:
