@@ -12,7 +12,9 @@ seconds. `moscopt train` runs in a child process, as a user runs it (N=3, K=2, m
 - `direct`: `--model openai/scripted --api-base <server 1>` (the HTTP/1.1 transport);
 - `router`: `llm.deployments` lists both servers behind litellm's Router (`--strategy`, the
   Router's routing strategy, simple-shuffle by default), which chooses each attempt's
-  deployment while moscopt sends it over its direct transport (`moscopt.lm.router_host`).
+  deployment while moscopt sends it over its direct transport (`moscopt.lm.router_host`);
+  with simple-shuffle, the calls made while litellm imports go out without waiting for it
+  (drawn as simple-shuffle draws, `moscopt.lm.deployments`).
 
 Variants: `default` is the configuration a user gets; `difflib` sets
 `evolution.embedding_model=difflib`, which takes the sentence-embedding model (its import and
@@ -118,8 +120,10 @@ def cpu_per_call(urls: list[str], calls: int, strategy: str) -> dict[str, float]
     (after 32 to warm up: litellm's import and the Router's construction are not counted)."""
     from moscopt.config import Config, DeploymentConfig, LLMConfig, RoutingConfig
     from moscopt.lm import build_lm
+    from moscopt.lm.litellm_env import litellm
 
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+    litellm()  # imported first: every timed call goes through the Router
     deployments = [DeploymentConfig(model=MODEL, api_base=u) for u in urls]
     configs = {
         "direct": Config(model=MODEL, api_base=urls[0], llm=LLMConfig(cache=False)),
