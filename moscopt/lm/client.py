@@ -202,15 +202,18 @@ class LiteLLMClient:
         except BaseException:  # including cancellation and bugs: the reservation must not leak
             reservation.settle(0.0)
             raise
-        completion = self._succeeded(request, raw, retries, started, reservation, purpose)
+        latency = time.perf_counter() - started
+        try:
+            # a request waiting for the slot this answer freed goes out before the work on the
+            # answer, this call's bookkeeping and its caller's (`agent.evaluate.each_rollout`)
+            await asyncio.sleep(0)
+        finally:  # a call made is recorded, even when its caller is cancelled meanwhile
+            completion = self._succeeded(request, raw, retries, latency, reservation, purpose)
         # parsed first, cached after: an answer that fails its schema raises and is not kept,
         # so asking again asks the model again instead of replaying the failure forever
         parsed = self._structured(completion, request)
         if self.cache is not None:
             self.cache.put(request.key(), completion)
-        # recorded and cached: let a request waiting for the slot this answer freed go out
-        # before the caller's own work on the answer (`moscopt.agent.evaluate.each_rollout`)
-        await asyncio.sleep(0)
         return parsed
 
     async def supports_tools(self) -> bool:
@@ -313,11 +316,10 @@ class LiteLLMClient:
         request: LMRequest,
         raw: RawAnswer,
         retries: int,
-        started: float,
+        latency: float,
         reservation: Reservation,
         purpose: str,
     ) -> Completion:
-        latency = time.perf_counter() - started
         if not raw.usage_valid:  # missing or implausible counts: never cheaper than an estimate
             raw = estimated_usage(raw, request)
         cost = raw.cost
