@@ -81,15 +81,10 @@ def train(
 ) -> TrainOutcome:
     """Start a new run and train it to the end; `started` is told the run's path as soon as
     the run exists (before the models load)."""
-    llm = config.llm
-    if llm.deployments:  # litellm's Router: its import starts now, beside the loading, unless
-        from moscopt.lm.deployments import shuffle_before_the_router  # the first calls go
-        from moscopt.lm.litellm_env import preload  # out without it (then it starts with them)
+    if config.llm.deployments:  # litellm's Router: its import may start beside the loading
+        from moscopt.lm.deployments import preload_router
 
-        if not shuffle_before_the_router(
-            llm.deployments, llm.routing, direct=llm.transport == "auto"
-        ):
-            preload()
+        preload_router(config.llm)
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
     for m in messages:

@@ -38,7 +38,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from moscopt.config import DeploymentConfig, RoutingConfig
+from moscopt.config import DeploymentConfig, LLMConfig, RoutingConfig
 from moscopt.lm.base import LMRequest, public_url
 from moscopt.lm.health import DeploymentHealth, Report
 from moscopt.lm.litellm_env import alitellm, preload
@@ -288,6 +288,14 @@ class DeploymentsTransport:
             del self._routers[loop]
         for transport in self.direct.values():
             transport.close()
+
+
+def preload_router(llm: LLMConfig) -> None:
+    """Start litellm's import now, unless the first calls over `llm.deployments` go out without
+    it (`shuffle_before_the_router`): then it starts with them."""
+    direct = llm.transport == "auto"
+    if not shuffle_before_the_router(llm.deployments, llm.routing, direct=direct):
+        preload()
 
 
 def shuffle_before_the_router(

@@ -113,3 +113,16 @@ def test_only_a_choice_the_router_would_make_the_same_way_is_made_without_it() -
     assert shuffle_before_the_router([deployment("a", api_base=None)], plain) is None
     other = DeploymentConfig(model="anthropic/claude", name="c", api_base="http://127.0.0.1:9")
     assert shuffle_before_the_router([other], plain) is None
+
+
+def test_litellm_starts_importing_with_the_run_only_where_the_first_calls_need_the_router(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[str] = []
+    monkeypatch.setattr(deployments_module, "preload", lambda: started.append("import"))
+    two = [deployment("a"), deployment("b")]
+    deployments_module.preload_router(LLMConfig(deployments=two))
+    assert started == []  # it starts with the first call
+    busy = LLMConfig(deployments=two, routing=RoutingConfig(strategy="least-busy"))
+    deployments_module.preload_router(busy)
+    assert started == ["import"]
