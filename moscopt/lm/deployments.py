@@ -313,9 +313,7 @@ def shuffle_before_the_router(
     if not direct or not primaries or routing.strategy != "simple-shuffle":
         return None
     for d in primaries:
-        if d.rpm is not None or d.tpm is not None:
-            return None
-        if d.api_base is None or not uses_direct_transport(d.model, d.api_base):
+        if d.rpm is not None or d.tpm is not None or not uses_direct_transport(d.model, d.api_base):
             return None
     weights = [d.weight or 0 for d in primaries]  # unweighted beside weighted ones: never
     if not any(weights):
