@@ -203,7 +203,9 @@ def _distilled(
     val = splits.val[: max(1, math.ceil(config.optimizer.p_val * len(splits.val)))]
     import contextlib
 
-    opened = open_lms(config, run, roles=("agent", "optimizer")) if given is None else None
+    opened = (
+        open_lms(config, run, roles=("agent", "optimizer"), bench=bench) if given is None else None
+    )
     with opened or contextlib.nullcontext(given) as lms:
         assert lms is not None
         assert lms.optimizer is not None

@@ -86,7 +86,7 @@ class ExternalAgent(SkillAgent):
             skills = list(self.pool)  # the ablation: every skill in the agent's folder
         result = await self.solve(task, skills, sample=sample)
         answer = _answer_text(result)
-        grade = await asyncio.to_thread(self.benchmark.grade, task, answer)
+        grade = await self.benchmark.agrade(task, answer)
         error = result.get("error") or grade.error
         messages: list[Message] = [
             {"role": "user", "content": task.prompt},
