@@ -15,6 +15,7 @@ from moscopt.errors import UserError
 from moscopt.testing.judged_world import rule_judge, task_rows
 
 RULE = {"kind": "rule", "checks": [{"op": "contains", "arg": "x"}]}
+R = json.dumps(RULE)
 
 
 def _jsonl(path: Path, rows: list[object]) -> Path:
@@ -107,14 +108,15 @@ def test_a_spec_may_point_at_task_files(tmp_path: Path) -> None:
     _jsonl(tmp_path / "held.jsonl", task_rows(2, "h", rule_judge()))
     spec = tmp_path / "briefs.yaml"
     spec.write_text(
-        "name: briefs\ndescription: d\nsource:\n  tasks: {file: train.jsonl, held_out: held.jsonl}\n"
+        "name: briefs\ndescription: d\nsource:\n"
+        "  tasks: {file: train.jsonl, held_out: held.jsonl}\n"
     )
     bench = get_benchmark(str(spec))
     assert isinstance(bench, TaskFileBenchmark)
     assert bench.load().sizes() == {"train": 4, "val": 2, "test": 2}
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\ndescription: d\nsource: {tasks: {file: x.jsonl}}\ngrader: exact\n")
-    with pytest.raises(UserError, match="grader: judge goes with source.tasks"):
+    with pytest.raises(UserError, match=r"grader: judge goes with source\.tasks"):
         get_benchmark(str(bad))
 
 
