@@ -41,10 +41,10 @@ def test_a_task_row_becomes_a_task(tmp_path: Path) -> None:
     [
         ('{"task_id": "b", "task": "t"}', "t.jsonl:2: field 'judge': required but missing"),
         (
-            '{"task_id": "b bad", "task": "t", "judge": %s}' % json.dumps(RULE),
+            f'{{"task_id": "b bad", "task": "t", "judge": {R}}}',
             ":2: field 'task_id'",
         ),
-        ('{"task_id": "a", "task": "t", "judge": %s}' % json.dumps(RULE), "duplicate task_id 'a'"),
+        (f'{{"task_id": "a", "task": "t", "judge": {R}}}', "duplicate task_id 'a'"),
         ("{not json", "t.jsonl:2: not valid JSON"),
         ('["a"]', "t.jsonl:2: a task must be an object"),
         (
