@@ -197,3 +197,28 @@ def routes(*, position_bias: bool = False) -> dict[str, Callable[[LMRequest], st
         "budget": lambda r: "L: 3",
         "judge": judge_route(position_bias=position_bias),
     }
+
+
+def server_responder(*, position_bias: bool = False) -> Callable[[dict[str, Any]], str]:
+    """`routes` for `FakeServer`, which sees only the request body: there the purpose is read
+    from the body — the structured answer's schema (the judge's verdicts, a proposal's edits),
+    else the opening words of moscopt's prompts, as `moscopt.testing.scripted.respond` does."""
+    from types import SimpleNamespace
+
+    from moscopt.testing.scripted import purpose_of
+
+    table = routes(position_bias=position_bias)
+
+    def respond(body: dict[str, Any]) -> str:
+        request: Any = SimpleNamespace(messages=body["messages"])
+        schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
+        wanted = set(schema.get("properties", {}))
+        if "verdicts" in wanted:
+            return table["judge"](request)
+        if "edits" in wanted:
+            gate = "name: gate" in body["messages"][-1]["content"]
+            return table["propose-gate" if gate else "propose-skill"](request)
+        purpose = purpose_of(request)
+        return table.get(purpose, table["agent"])(request)
+
+    return respond
