@@ -124,3 +124,18 @@ def test_a_run_on_task_files_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyP
     trained = tmp_path / "runs/r/skills/support-replies"
     assert f"Always include: {SIGN_OFF}" in (trained / "SKILL.md").read_text()
     assert (trained / "assets" / "logo.bin").read_bytes() == ASSET
+
+
+@pytest.mark.parametrize(("kind", "per_rollout"), [("rule", 2), ("rubric", 3)])
+def test_plan_counts_the_rubric_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, per_rollout: int
+) -> None:
+    write_skills(tmp_path / "skills")
+    (tmp_path / "moscopt.yaml").write_text("")
+    write_task_files(tmp_path / "data", kind=kind)
+    monkeypatch.chdir(tmp_path)
+    args = ["plan", "--tasks", "data/tasks.jsonl", "--held-out", "data/held-out.jsonl"]
+    result = runner.invoke(app, [*args, "--n", "2", "--k", "1", "--no-pilot", "--json"])
+    assert result.exit_code == 0, result.output
+    shape = json.loads(result.output)["shape"]
+    assert shape["calls_per_rollout_max"] == per_rollout  # agent + gate (+ judge)
