@@ -342,3 +342,25 @@ class RunDir:
 
 
 RESUMABLE = ("interrupted", "stopped")
+
+
+def new_run_path(runs: Path, name: str) -> Path:
+    """A new, empty, private run directory `runs/<name>-<YYYYMMDD-HHMMSS>`, claimed: `-2`, `-3`,
+    ... when a run of the same second has it. The claim is `mkdir` (atomic), so runs started in
+    parallel in one project (a shell loop over seeds) each get their own directory."""
+    base = f"{name}-{_stamp()}"
+    path, n = runs / base, 2
+    make_dirs(runs)
+    while True:
+        try:
+            with storage(path):
+                os.mkdir(path, PRIVATE_DIR)
+            return path
+        except FileExistsError:
+            path, n = runs / f"{base}-{n}", n + 1
+
+
+def _stamp() -> str:
+    from datetime import datetime
+
+    return datetime.now().strftime("%Y%m%d-%H%M%S")
