@@ -17,9 +17,8 @@ from typing import Any
 
 import orjson
 
-from moscopt.core.yamlio import MAX_DEPTH, TOO_DEEP
-
-__all__ = ["MAX_DEPTH", "TOO_DEEP", "checked", "loads", "raw_decode"]
+MAX_DEPTH = 100  # levels of nested arrays and objects, in JSON and YAML alike (`yamlio`)
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
 
 
 def loads(data: bytes | str) -> Any:

@@ -18,9 +18,9 @@ from typing import Any
 import yaml
 from yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 
+from moscopt.core.jsonio import MAX_DEPTH, TOO_DEEP
+
 ALIASES_REFUSED = "YAML anchors and aliases (&name, *name) are not allowed"
-MAX_DEPTH = 100  # levels of nested lists and mappings, in YAML and JSON alike (`jsonio`)
-TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
 
 
 class StrictLoader(yaml.SafeLoader):
@@ -37,7 +37,8 @@ class StrictLoader(yaml.SafeLoader):
         if not isinstance(event, CollectionStartEvent):
             return super().compose_node(parent, index)
         if self.depth >= MAX_DEPTH:
-            raise yaml.composer.ComposerError(None, None, TOO_DEEP, event.start_mark)
+            mark: Any = event.start_mark
+            raise yaml.composer.ComposerError(None, None, TOO_DEEP, mark)
         self.depth += 1
         try:
             return super().compose_node(parent, index)

@@ -38,6 +38,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from moscopt.config import CONFIG_FILE, Config, load_config
+from moscopt.core import jsonio
 from moscopt.core.skills import Pool
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
@@ -170,7 +171,7 @@ class RunDir:
     def load_state(self) -> RunState:
         text = read_text(self.state_path)
         try:
-            data = json.loads(text)
+            data = jsonio.loads(text)
         except json.JSONDecodeError as e:
             raise UserError(
                 f"not valid JSON: {e.msg}", path=self.state_path, line=e.lineno
@@ -275,7 +276,7 @@ class RunDir:
     def load_checkpoint(self, name: str) -> Pool:
         path = self.checkpoints_dir / name
         try:
-            return Pool.from_json(json.loads(read_text(path)))
+            return Pool.from_json(jsonio.loads(read_text(path)))
         except (json.JSONDecodeError, ValidationError) as e:
             raise UserError(f"checkpoint is corrupt: {e}", path=path) from None
 
