@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,11 +64,6 @@ class TrainOutcome:
     certificate: CertificateEvent | None = None  # final vs seed pool on held-out tasks
 
 
-def default_run_path(config: Config, root: Path, benchmark: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return root / config.runs_dir / f"{benchmark}-{stamp}"
-
-
 def train(
     *,
     config: Config,
@@ -104,6 +98,9 @@ def train(
         data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
         config = config.model_copy(update={"data": data})
     check_models(config)
+    from moscopt.run.rundir import new_run_path
+
+    path = run_path or new_run_path(project_root / config.runs_dir, bench.name)
     run = create_run(path, config, pool, ref, splits)
     if spec is not None:
         from moscopt.core import yamlio

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.config import Config
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_text
 from moscopt.run.ledger_read import read_events
@@ -57,7 +58,7 @@ def tasks_spec(tasks_file: Path, grader: str) -> dict[str, Any]:
     """A benchmark spec for a JSONL file of tasks: `question` and `answer` columns, optional
     `id` and `niche` columns; `grader` is a built-in grader or `module:function`."""
     try:
-        first = json.loads(tasks_file.read_text(encoding="utf-8").splitlines()[0])
+        first = jsonio.loads(tasks_file.read_text(encoding="utf-8").splitlines()[0])
     except (OSError, IndexError, ValueError) as e:
         raise UserError(f"cannot read its first task: {e}", path=tasks_file) from None
     fields: dict[str, Any] = {"question": "question"}
@@ -321,7 +322,7 @@ def read_stream_file(run: RunDir) -> dict[str, Any]:
     path = run.path / STREAM_FILE
     if not path.is_file():
         return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = jsonio.loads(path.read_text(encoding="utf-8"))
     return data if isinstance(data, dict) else {}
 
 

@@ -6,12 +6,12 @@ the last save is a `UserError`, never an empty or different history."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.ledger import TYPE_PATTERN, Event, describe_error, parse_event
 
@@ -102,7 +102,7 @@ LEDGER_MISMATCH = (
 
 def _is_torn(raw: bytes) -> bool:
     try:
-        json.loads(raw)
+        jsonio.loads(raw)
     except ValueError:
         return True
     return False
