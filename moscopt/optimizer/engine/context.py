@@ -16,7 +16,7 @@ from moscopt.agent.build import agent_for
 from moscopt.agent.harness import Rollout
 from moscopt.agent.skill_agent import SkillAgent
 from moscopt.config import Config
-from moscopt.core.credit import forget
+from moscopt.core.credit import forget, q_of
 from moscopt.core.skills import Pool
 from moscopt.lm.base import LM
 from moscopt.optimizer.policies.error_rate import watch_error_rate
@@ -238,7 +238,10 @@ class Context:
         optimizer state; newborns start from the survivors' mean Q, with no activations."""
         s = self.state
         survivors = [n for n in old.names if n in new.names]
-        prior = sum(s.q.get(n, 0.0) for n in survivors) / max(1, len(survivors))
+        q_prior = self.config.credit.q_prior
+        prior = (
+            sum(q_of(s.q, n, q_prior) for n in survivors) / len(survivors) if survivors else q_prior
+        )
         for name in set(old.names) - set(new.names):
             forget(s, name)
             s.optimizers.pop(name, None)
