@@ -107,6 +107,7 @@ class Stream:
         """Decide this chunk's candidates by replaying `tasks` (a fresh reward cache)."""
         ctx = self.ctx
         ctx.val_tasks = list(tasks)
+        ctx.freeze_validation()  # the chunk's decisions answer with the memory as it is now
         # sample 0 of these tasks is what the live pool answered: decide on fresh samples
         self.validator = Validator(ctx, self.validator.policy, first_sample=1)
         self.editor.validator = self.gate.validator = self.validator
