@@ -41,6 +41,7 @@ class StreamSettings:
     memory_every: int = 10
     order: str = "given"  # given | shuffled
     baselines: bool = True
+    hold_every: int = 4  # every hold_every-th task is never shown to the proposer (decided on)
 
 
 @dataclass
@@ -227,6 +228,7 @@ def _run(
             window=settings.window,
             lifecycle_every=settings.lifecycle_every,
             memory_every=settings.memory_every,
+            hold_every=settings.hold_every,
         )
         try:
             return asyncio.run(finish(stream, settings, resumed))

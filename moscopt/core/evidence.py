@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from moscopt.agent.harness import Rollout
+from moscopt.core.credit import q_of
 from moscopt.optimizer.editadam import GOLD_CHARS, cut, format_trajectories
 from moscopt.optimizer.policies.edit_targets import SUCCESS
 from moscopt.run.ledger import RolloutEvent
@@ -108,17 +109,17 @@ def routing_cases(
             continue
         task = tasks.get(r.task_id)
         text = case_text(task.prompt if task else r.task_id)
-        floor = min((q.get(s, 0.0) for s in r.skills), default=0.0)
+        floor = min((q_of(q, s) for s in r.skills), default=0.0)
         better = sorted(
-            (s for s in r.offered or pool_names if s not in r.skills and q.get(s, 0.0) > floor),
-            key=lambda s: -q.get(s, 0.0),
+            (s for s in r.offered or pool_names if s not in r.skills and q_of(q, s) > floor),
+            key=lambda s: -q_of(q, s),
         )[:3]
         line = f"- task: {text}\n  activated: {', '.join(r.skills)} -> reward {r.reward:.2f}"
         if r.offered:
             line += f"\n  offered to the gate (the router's shortlist): {', '.join(r.offered)}"
         if better:
             line += "\n  higher-scoring skills left out: " + ", ".join(
-                f"{s} ({q[s]:.2f})" for s in better
+                f"{s} ({q_of(q, s):.2f})" for s in better
             )
         if r.gate_error:
             line += f"\n  the router's answer could not be used: {r.gate_error}"
