@@ -139,7 +139,8 @@ def train_args(url: str, run: str, n: int, *extra: str) -> list[str]:
 
 
 def ledger(run: Path) -> dict[str, Any]:
-    calls, prompt, gate_tokens, gate_calls = 0, 0, 0, 0
+    """Calls (not from the cache), prompt tokens per call, and the gate's and agent's share."""
+    calls, prompt, gate_tokens, gate_calls, agent = 0, 0, 0, 0, 0
     with (run / "events.jsonl").open() as f:
         for line in f:
             e = json.loads(line)
@@ -147,10 +148,12 @@ def ledger(run: Path) -> dict[str, Any]:
                 continue
             calls += 1
             prompt += e.get("prompt_tokens", 0)
+            agent += e.get("purpose") == "agent"
             if e.get("purpose") == "gate":
                 gate_calls += 1
                 gate_tokens += e.get("prompt_tokens", 0)
-    return {"calls": calls, "tok": prompt / max(1, calls), "gate": gate_tokens, "gates": gate_calls}
+    return {"calls": calls, "tok": prompt / max(1, calls), "gate": gate_tokens,
+            "gates": gate_calls, "agent": agent, "prompt": prompt}  # fmt: skip
 
 
 def readers(root: Path, run: str) -> dict[str, float]:
@@ -194,17 +197,118 @@ def pool_curve(url: str, tmp: Path, sizes: list[int], configs: list[str]) -> Non
             print("  ".join(f"{c!s:>13}" for c in cells), flush=True)
 
 
+GATES: dict[str, tuple[str, ...]] = {
+    "llm": (),
+    "hybrid": ("--gate", "hybrid", "--set", "router.embedding_model=hashing"),
+    "familiarity": ("--gate", "familiarity", "--set", "router.embedding_model=hashing"),
+}
+
+
+def gate_policies(url: str, tmp: Path, sizes: list[int]) -> None:
+    """Gate tokens per routed task and the final validation score, per policy and N."""
+    root = tmp / "gates"
+    root.mkdir()
+    write_project(root, max(sizes) + 3, 40, (32, 4, 4))
+    print("\n2. gate policies (the same runs, evolution off, router features: hashing)")
+    head = ("gate", "N", "wall s", "calls", "gate calls", "gate tok/task", "tok/task", "val")
+    print("  ".join(f"{h:>13}" for h in head))
+    for gate, flags in GATES.items():
+        for n in sizes:
+            run = f"runs/{gate}-{n}"
+            cache = f"llm.cache_dir={root / 'caches' / run}"
+            extra = (*flags, "--epochs", "1", "--steps-per-epoch", "8", "--no-evolution")
+            m = measured(train_args(url, run, n, *extra, "--set", cache), root)
+            led = ledger(root / run)
+            state = json.loads((root / run / "state.json").read_text())
+            val = state["val_history"][-1]["score"] if state.get("val_history") else None
+            tasks = led["agent"] or 1
+            cells = (gate, n, f"{m['wall']:.2f}", led["calls"], led["gates"],
+                     f"{led['gate'] / tasks:.0f}", f"{led['prompt'] / tasks:.0f}",
+                     "" if val is None else f"{val:.2f}")  # fmt: skip
+            print("  ".join(f"{c!s:>13}" for c in cells), flush=True)
+
+
+def run_lengths(url: str, tmp: Path, steps: list[int]) -> None:
+    """Runs stopped by `--max-calls` after about S steps: readers' time and a resume's."""
+    root = tmp / "length"
+    root.mkdir()
+    write_project(root, 4 + 3, 40, (40, 4, 0))
+    print("\n3. run length (N 4, K 2, evolution off; each run stopped by --max-calls near S steps)")
+    head = ("steps", "events", "log MB", "train s", "status s", "status cpu", "report s",
+            "report cpu", "log s", "resume s", "resume cpu")  # fmt: skip
+    print("  ".join(f"{h:>11}" for h in head))
+    per_step = 30.0  # calls per step, refined by the first run
+    for target in steps:
+        run = f"runs/s{target}"
+        budget = str(round(target * per_step))
+        cache = f"llm.cache_dir={root / 'caches' / run}"
+        extra = ("--epochs", "10000", "--steps-per-epoch", "10", "--no-evolution",
+                 "--max-calls", budget, "--set", cache, "--no-certificate")  # fmt: skip
+        m = measured(train_args(url, run, 4, *extra), root, ok=(1,))
+        state = json.loads((root / run / "state.json").read_text())
+        done = max(1, int(state["step"]))
+        per_step = int(budget) / done
+        events = root / run / "events.jsonl"
+        lines = sum(1 for _ in events.open())
+        report = ["report", "--run", run, "-o", str(root / "report.md"), "--force"]
+        st, rp = measured(["status", "--run", run], root), measured(report, root)
+        lg = measured(["log", "--run", run], root)
+        rs = measured(train_args(url, run, 4, *extra, "--resume"), root, ok=(1,))
+        cells = (done, lines, f"{events.stat().st_size / 1e6:.1f}", f"{m['wall']:.1f}",
+                 f"{st['wall']:.2f}", f"{st['cpu']:.2f}", f"{rp['wall']:.2f}",
+                 f"{rp['cpu']:.2f}", f"{lg['wall']:.2f}", f"{rs['wall']:.2f}",
+                 f"{rs['cpu']:.2f}")  # fmt: skip
+        print("  ".join(f"{c!s:>11}" for c in cells), flush=True)
+
+
+def task_counts(url: str, tmp: Path, counts: list[int]) -> None:
+    """`moscopt eval` of T tasks: wall, cpu, peak memory."""
+    print("\n4. task count (moscopt eval --split all, mode none, a fresh cache each)")
+    head = ("tasks", "wall s", "cpu s", "rss MB", "ms/task", "KB/task over 100")
+    print("  ".join(f"{h:>16}" for h in head))
+    base = None
+    for t in counts:
+        root = tmp / f"tasks-{t}"
+        root.mkdir()
+        write_project(root, 4, t, (t - 2, 1, 1))
+        args = ["eval", "--benchmark", "addition.yaml", "--data", "addition.jsonl",
+                "--model", "openai/scripted", "--api-base", url, "--split", "all",
+                "--concurrency", "32", "--set", f"llm.cache_dir={root / 'cache'}"]  # fmt: skip
+        m = measured(args, root)
+        base = base or (t, m["rss"])
+        extra = (m["rss"] - base[1]) * 1024 / max(1, t - base[0]) if t > base[0] else 0.0
+        cells = (t, f"{m['wall']:.1f}", f"{m['cpu']:.1f}", f"{m['rss']:.0f}",
+                 f"{m['wall'] * 1000 / t:.2f}", f"{extra:.2f}")  # fmt: skip
+        print("  ".join(f"{c!s:>16}" for c in cells), flush=True)
+
+
+def numbers(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="4,32,128")
+    parser.add_argument("--sizes", default="4,32,128", help="pool sizes N (section 1)")
     parser.add_argument("--configs", default="default,difflib")
+    parser.add_argument("--gate-sizes", default="4,32,128", help="N for section 2 ('': skip)")
+    parser.add_argument("--steps", default="10,100", help="run lengths (section 3, '': skip)")
+    parser.add_argument("--tasks", default="100,1000", help="task counts (section 4, '': skip)")
+    parser.add_argument("--only", default="1,2,3,4", help="sections to run")
     a = parser.parse_args()
     from moscopt.testing.loopback import ServerProcess
 
+    only = set(a.only.split(","))
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with ServerProcess(0.0, responder=RESPONDER) as server, tempfile.TemporaryDirectory() as tmp:
-        sizes = [int(x) for x in a.sizes.split(",") if x]
-        pool_curve(server.url, Path(tmp), sizes, a.configs.split(","))
+        if "1" in only:
+            pool_curve(server.url, Path(tmp), numbers(a.sizes), a.configs.split(","))
+        if "2" in only and a.gate_sizes:
+            gate_policies(server.url, Path(tmp), numbers(a.gate_sizes))
+        if "3" in only and a.steps:
+            run_lengths(server.url, Path(tmp), numbers(a.steps))
+        if "4" in only and a.tasks:
+            task_counts(server.url, Path(tmp), numbers(a.tasks))
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
