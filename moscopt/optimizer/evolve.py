@@ -25,8 +25,6 @@ diversity, forced_mutation and fresh; `generated_names` and `newborns` read them
 from __future__ import annotations
 
 import asyncio
-import difflib
-import itertools
 import random
 from collections.abc import Awaitable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -41,7 +39,7 @@ from moscopt.lm.base import LM
 from moscopt.lm.errors import LMFatalError, LMOutputError, LMRequestError
 from moscopt.lm.local import is_embedded
 from moscopt.optimizer.policies.evolution_selection import EvolutionSelection
-from moscopt.optimizer.similarity import mean_pairwise_similarity, threshold_for
+from moscopt.optimizer.similarity import mean_pairwise_similarity, similar_pairs, threshold_for
 from moscopt.run.state import RunState
 
 BODY_MAX, DESCRIPTION_MAX, DRAFT_TOKENS = 5000, 500, 2400
@@ -151,16 +149,6 @@ def newborns(notes: Notes) -> list[str]:
     """The skills this cycle added to the candidate pool (they have no Q-score yet)."""
     gone = {n.get("replaced") for n in notes if n.get("kind") in OFFSPRING_KINDS and n.get("skill")}
     return [n for n in generated_names(notes) if n not in gone]
-
-
-def similar_pairs(pool: Pool) -> list[tuple[str, str]]:
-    """All pairs of `pool`'s skills, most similar bodies first (difflib; ties by position)."""
-    skills = list(pool)
-    ratios = [
-        (-difflib.SequenceMatcher(None, skills[i].body, skills[j].body).ratio(), i, j)
-        for i, j in itertools.combinations(range(len(skills)), 2)
-    ]
-    return [(skills[i].name, skills[j].name) for _, i, j in sorted(ratios)]
 
 
 def pick_seeds(
@@ -303,8 +291,9 @@ async def restore_diversity(
     fresh seed skills in place of the lowest-Q eligible skills (step 4), `room` skills at most
     (what is left of M)."""
     cfg = config.evolution
-    bodies = [x.body for x in pool]
-    sim, method = await asyncio.to_thread(mean_pairwise_similarity, bodies, cfg.embedding_model)
+    bodies, names = [x.body for x in pool], list(pool.names)
+    model = cfg.embedding_model
+    sim, method = await asyncio.to_thread(mean_pairwise_similarity, bodies, model, names)
     limit = threshold_for(method, cfg.diversity_threshold)  # difflib ratios run lower
     notes: Notes = [
         {"kind": "diversity", "similarity": round(sim, 4), "method": method, "threshold": limit}
@@ -316,7 +305,7 @@ async def restore_diversity(
                       "error": f"skipped: this cycle already replaced M = {cfg.eliminate} "
                       "skill(s) (evolution.eliminate)"})  # fmt: skip
         return pool, notes
-    pairs = await asyncio.to_thread(similar_pairs, pool)
+    pairs = await asyncio.to_thread(similar_pairs, names, bodies)
     victim = select.forced_mutation_victim(pairs, pool.names, cycle.born)
     note: dict[str, Any] = {"kind": "forced_mutation", "replaced": victim, "skill": None}
     if victim is None:
