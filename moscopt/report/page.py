@@ -22,7 +22,7 @@ from moscopt.report.plot import Curve, draw_curve
 from moscopt.report.render import Block, render_html, render_markdown
 from moscopt.report.routing import routing_blocks
 from moscopt.report.sections import embed_images, extra_blocks, side_images, with_image
-from moscopt.report.tables import edits_table, evolution_table
+from moscopt.report.tables import edit_links, edits_table, evolution_table, full_edit_blocks
 from moscopt.report.tables import fmt as _f
 from moscopt.run.fsio import atomic_write_all, check_output_path, iter_jsonl, scrub
 from moscopt.run.history import CORE_KINDS, History
@@ -284,6 +284,9 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
         )
     blocks.append(("h2", "Edits"))
     blocks.append(edits_table(edits) if edits else ("p", "No edits were proposed."))
+    links = edit_links(edits)
+    if links is not None:
+        blocks.append(links)
     if evolutions:
         blocks.append(("h2", "Evolution"))
         blocks.append(evolution_table(evolutions))
@@ -306,6 +309,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
             + ([["gate", "-", "-", _since(history, "gate")]] if pool.gate is not None else []),
         )
     )
+    blocks.extend(full_edit_blocks(edits))
     return blocks
 
 
