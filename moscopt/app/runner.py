@@ -28,6 +28,7 @@ from moscopt.config import Config
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
 from moscopt.routing.build import gate_stats, make_router
+from moscopt.run.eval_files import new_results_path
 from moscopt.run.fsio import atomic_write_text
 
 if TYPE_CHECKING:
@@ -284,7 +285,7 @@ def evaluate(
     table, no gate call), `distilled` (the single distilled skill, no gate call) or `router` (a
     router export's familiarity router, no gate call). `static`, `distilled` and `router` read
     `export_path`, else the run's `exports/<mode>/`. An existing `out` is overwritten only
-    with `force` (the default file, in the run or here, always is)."""
+    with `force`; without `out`, the results go to a new file (`run.eval_files`)."""
     from moscopt.agent.evaluate import evaluate as run_eval
     from moscopt.lm.batch import can_wait, wave_concurrency
 
@@ -355,9 +356,9 @@ def evaluate(
         stats = gate_stats(config, state)
     if out is not None and out.exists() and not force:
         raise UserError("exists: pass --force to overwrite it", path=out)
-    if out is None:
-        name = f"eval-{bench.name}-{split}-{mode}.jsonl"
-        out = (run.exports_dir / name) if run is not None else Path(name)
+    if out is None:  # never an earlier evaluation's file: the next free name
+        folder = run.exports_dir if run is not None else Path()
+        out = new_results_path(folder, bench.name, split, mode)
     with open_lms(config, run, roles=("agent",)) as lms:
         router = make_router(config, pool, lms.agent, stats=stats, table=table)
         if deployment is not None and deployment.router is not None:

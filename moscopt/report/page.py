@@ -24,6 +24,7 @@ from moscopt.report.routing import routing_blocks
 from moscopt.report.sections import embed_images, extra_blocks, side_images, with_image
 from moscopt.report.tables import edit_links, edits_table, evolution_table, full_edit_blocks
 from moscopt.report.tables import fmt as _f
+from moscopt.run.eval_files import parse_name
 from moscopt.run.fsio import atomic_write_all, check_output_path, iter_jsonl, scrub
 from moscopt.run.history import CORE_KINDS, History
 from moscopt.run.ledger import LLMCall
@@ -152,8 +153,7 @@ def eval_rows(run: RunDir) -> list[dict[str, Any]]:
     """One row per `exports/eval-<benchmark>-<split>-<mode>.jsonl`: score, 95% CI, tasks, cost."""
     rows = []
     for path in sorted(run.exports_dir.glob("eval-*.jsonl")):
-        parts = path.stem[len("eval-") :].rsplit("-", 2)
-        bench, split, mode = parts if len(parts) == 3 else ("?", "?", path.stem)
+        bench, split, mode = parse_name(path.stem)
         results = list(iter_jsonl(path))
         if not results:
             continue
