@@ -30,6 +30,7 @@ from moscopt.run.history import CORE_KINDS, History
 from moscopt.run.ledger import LLMCall
 from moscopt.run.outcomes import outcome_counts, outcome_words
 from moscopt.run.rundir import RunDir
+from moscopt.run.state import calls_words
 
 
 @dataclass
@@ -216,7 +217,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
                     "evolution cycles",
                     f"{sum(e.accepted for e in evolutions)} accepted of {len(evolutions)}",
                 ],
-                ["LLM calls", f"{t.calls} (cache hits {t.cache_hits})"],
+                ["LLM calls", calls_words(t.calls, t.cache_hits)],
                 ["tokens", f"{t.prompt_tokens} prompt + {t.completion_tokens} completion"],
                 ["cost", f"${t.cost:.4f}"],
             ],
