@@ -193,6 +193,7 @@ def _distilled(
     from moscopt.agent.evaluate import run_tasks
     from moscopt.app.assembly import make_agent, open_lms, resolve_benchmark
     from moscopt.core.skills import Pool
+    from moscopt.core.stats import few_tasks_note
     from moscopt.exports.distill import distill, top_skills
     from moscopt.routing.gate import FixedSkills
 
@@ -226,4 +227,5 @@ def _distilled(
         "validation_score": score,
         "validation_tasks": len(val),
         "mixture_validation_score": state.cursor.best_val,
+        "note": few_tasks_note(len(val)),
     }
