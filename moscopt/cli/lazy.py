@@ -28,6 +28,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Compare MOSCOPT with another optimizer at the same call budget over seeds (GEPA gets "
         "the calls the full method made, at most the budget); rerun to continue.",
     ),
+    "harvest": (
+        "harvest",
+        "Mine tasks with judges from your Claude Code, Codex or generic JSONL sessions into a "
+        "task file for `moscopt train --tasks` (read-only; secrets scrubbed before anything is "
+        "stored).",
+    ),
     "log": ("log", "History of edits with before/after scores and reasons."),
     "diff": (
         "diff",
