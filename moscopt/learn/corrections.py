@@ -78,6 +78,7 @@ _DIRECTIVE = re.compile(
     r"avoid|write|start|end|return|only|instead|rather|not|no more|section|heading)\b",
     re.IGNORECASE,
 )
+_VAGUE = re.compile(r"^too (?:long|short|verbose|wordy|terse|vague)$", re.IGNORECASE)
 _QUOTED = re.compile(r"^(?:`([^`]+)`|\"([^\"]+)\"|'([^']+)')$")
 _CODEISH = re.compile(r"[()._/:=<>\[\]]|^[a-z]+_[a-z_]+$|^[a-z]+[A-Z]\w*$|^[A-Z0-9_]{3,}$")
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+|\s+[" + _DASHES + r"]\s+")
@@ -204,10 +205,13 @@ def requirements(correction: str, rejected: str = "") -> list[Requirement]:
         return [Requirement(criterion=f'Does not repeat an answer the user rejected: "{gist}".')]
     rest = _LEAD.sub("", correction).strip()
     out: list[Requirement] = []
+    vague: list[Requirement] = []
     for i, sentence in enumerate(_SENTENCES.split(rest)):
         sentence = sentence.strip(" \t,;:-" + _DASHES)
         if not words(sentence) or len(sentence) < 3 or MASK in sentence:
             continue  # a sentence that held a secret is never a requirement
-        if i == 0 or _DIRECTIVE.search(sentence):
+        if _VAGUE.match(sentence):
+            vague.append(Requirement(criterion=f"Is not {sentence.lower()} (the user said so)."))
+        elif i == 0 or _DIRECTIVE.search(sentence):
             out.extend(_sentence_requirements(sentence))
-    return out
+    return out or vague  # "too long" says less than the "under 80 words" beside it
