@@ -19,6 +19,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Run the full method and each ablation (Tables 2 and 3) at one call budget over seeds; "
         "rerun the same command to continue a study that stopped.",
     ),
+    "adopt": (
+        "adopt",
+        "Write a run's trained skills (default: the project's latest run) into the agent's "
+        "skills folder (default: the project's skills/; e.g. --to .claude/skills), each skill "
+        "folder whole, after backing up what it replaces, and print the git diff; --undo puts "
+        "the backup back.",
+    ),
     "benchmarks": (
         "benchmarks",
         "List the built-in benchmarks and where their data comes from.",
