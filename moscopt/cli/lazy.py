@@ -41,6 +41,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "task file for `moscopt train --tasks` (read-only; secrets scrubbed before anything is "
         "stored).",
     ),
+    "learn": (
+        "learn",
+        "Harvest your sessions (deterministic mining), train on the mined tasks with the "
+        "held-out ones for the certificate, and stage the result in the run's skills/ for "
+        "`moscopt adopt`; a budget is required.",
+    ),
     "log": ("log", "History of edits with before/after scores and reasons."),
     "diff": (
         "diff",
@@ -76,6 +82,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "route",
         "Show the skills the gate (mixture) or the routing table (static) activates for TASK.",
     ),
+    "schedule": (
+        "learn",
+        "Install a nightly `moscopt learn` for this project (a user crontab line, else a "
+        "systemd user timer); refused without a budget; output logged under "
+        ".moscopt/schedule/; `moscopt unschedule` removes exactly what it installed.",
+    ),
     "status": (
         "status",
         "Show Q-scores, activations, synergy, edits and cost of a run (by default the "
@@ -87,6 +99,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Learn on a stream of tasks: each answered once by the current pool, whose credit, "
         "niches, insight transfer and lifecycle update online (no validation split).",
     ),
+    "unschedule": ("learn", "Remove the nightly job `moscopt schedule` installed here."),
     "train": ("train", "Optimize the skill pool and the gate on a benchmark with MOSCOPT."),
 }
 
