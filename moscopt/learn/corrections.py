@@ -102,10 +102,10 @@ REASK = 0.6  # a user turn this similar to the request asks it again
 
 def kind_of(text: str, request: str | None) -> str:
     """ "correction", "reask" or "request": what a user turn after an answer is."""
+    if _OPENERS.search(text) or _ANYWHERE.search(text):
+        return "correction"  # even when it repeats the request: it says what was wrong
     if request is not None and similarity(text, request) >= REASK:
         return "reask"
-    if _OPENERS.search(text) or _ANYWHERE.search(text):
-        return "correction"
     return "request"
 
 

@@ -80,11 +80,14 @@ def mask_credentials(text: str) -> str:
     return _RANDOM.sub(lambda m: MASK if _random_looking(m.group(0)) else m.group(0), text)
 
 
+CUT = " [...truncated]"
+
+
 def limit(text: str, max_chars: int) -> str:
     """`text` cut to `max_chars` characters (a cut is marked)."""
     if len(text) <= max_chars:
         return text
-    return text[: max(0, max_chars - 14)].rstrip() + " [...truncated]"
+    return text[: max(0, max_chars - len(CUT))].rstrip() + CUT
 
 
 def clean(text: str, max_chars: int) -> str:
