@@ -24,6 +24,8 @@ def show_plan(
     propose: bool = True,
     latency: float | None = None,
     run: Path | None = None,
+    tasks: Path | None = None,
+    held_out: Path | None = None,
 ) -> None:
     """Plan `moscopt train` with these options and print the plan (a table, or JSON); with
     `run`, what resuming that run may cost: its frozen config, current skills and benchmark,
@@ -51,6 +53,8 @@ def show_plan(
         latency=latency,
         notes=notes,
         start_epoch=start,
+        tasks=tasks if run is None else None,
+        held_out=held_out if run is None else None,
     )
     if opts.json_out:
         typer.echo(json.dumps({**plan.to_json(), "notes": notes}, indent=2))
@@ -110,7 +114,8 @@ def plan_cmd(
             "evolution.enabled": False if no_evolution else None,
         }
     )
+    shape.check_tasks()
     show_plan(
         opts, flags, benchmark=shape.benchmark, pilot=not no_pilot, propose=not no_propose,
-        latency=latency,
+        latency=latency, tasks=shape.tasks, held_out=shape.held_out,
     )  # fmt: skip

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from moscopt.errors import UserError
 from moscopt.exports.deployment import Deployment, open_export, open_run_export
 from moscopt.exports.manifest import MANIFEST_FILE, MODES, Manifest, Provenance
-from moscopt.exports.target import check_target, write_tree
+from moscopt.exports.target import check_target, skill_paths, write_tree
 
 if TYPE_CHECKING:
     from moscopt.app.assembly import LMs
@@ -154,12 +154,10 @@ def export_run(
             run, config, state, pool, k, top or k, resolved, lms, progress
         )
         members = [skill]
-    for skill in members:
-        files[f"skills/{skill.name}/SKILL.md"] = skill.dumps()
     manifest.skills = sorted(s.name for s in members)
     files[MANIFEST_FILE] = manifest.dumps()
-    write_tree(target, files, force=force)
-    return ExportResult(mode, target, manifest, sorted(files))
+    write_tree(target, files, force=force, skills=members)
+    return ExportResult(mode, target, manifest, sorted([*files, *skill_paths(members)]))
 
 
 def _static(
@@ -205,7 +203,9 @@ def _distilled(
     val = splits.val[: max(1, math.ceil(config.optimizer.p_val * len(splits.val)))]
     import contextlib
 
-    opened = open_lms(config, run, roles=("agent", "optimizer")) if given is None else None
+    opened = (
+        open_lms(config, run, roles=("agent", "optimizer"), bench=bench) if given is None else None
+    )
     with opened or contextlib.nullcontext(given) as lms:
         assert lms is not None
         assert lms.optimizer is not None

@@ -111,7 +111,9 @@ def run_pilot(
         path = Path(tmp) / "pilot"
         run = create_run(path, config, pool, benchmark_ref, splits)
         start = time.perf_counter()
-        with open_lms(config, run, roles=("agent", "optimizer"), log_events=True) as lms:
+        with open_lms(
+            config, run, roles=("agent", "optimizer"), log_events=True, bench=bench
+        ) as lms:
             assert lms.optimizer is not None
             trainer = make_trainer(
                 run=run, config=config, benchmark=bench, splits=splits,
