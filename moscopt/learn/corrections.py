@@ -79,7 +79,10 @@ _DIRECTIVE = re.compile(
     re.IGNORECASE,
 )
 _VAGUE = re.compile(r"^too (?:long|short|verbose|wordy|terse|vague)$", re.IGNORECASE)
-_QUOTED = re.compile(r"^(?:`([^`]+)`|\"([^\"]+)\"|'([^']+)')$")
+# a quoted or code span, alone or followed by where it goes ("`Owner:` in it")
+_QUOTED = re.compile(
+    r"^(?:`([^`]+)`|\"([^\"]+)\"|'([^']+)')(?:\s+(?:in|into|to|at|anywhere|everywhere)\b.*)?$"
+)
 _CODEISH = re.compile(r"[()._/:=<>\[\]]|^[a-z]+_[a-z_]+$|^[a-z]+[A-Z]\w*$|^[A-Z0-9_]{3,}$")
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+|\s+[" + _DASHES + r"]\s+")
 

@@ -1,16 +1,16 @@
-"""The deterministic and the LLM miners, and the task file they write (checked against the task
-file format of issue 36, /work/notes/taskfile.md, by `spec_problems` below)."""
+"""The deterministic and the LLM miners, and the task file they write (read back by the task
+file parser of `moscopt train --tasks`)."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from moscopt.benchmarks.taskfile import read_task_file
 from moscopt.cli import app
 from moscopt.learn.corrections import requirements
 from moscopt.learn.harvest import harvest
@@ -22,54 +22,6 @@ from moscopt.testing import FakeLM
 
 runner = CliRunner()
 PROJECT = Path("/home/user/project")
-OPS = {
-    "contains": str,
-    "not_contains": str,
-    "regex": str,
-    "section_present": str,
-    "equals": str,
-    "max_chars": int,
-    "min_chars": int,
-    "max_words": int,
-    "min_words": int,
-    "json_valid": None,
-}
-
-
-def spec_problems(lines: list[str]) -> list[str]:
-    """What in a JSONL task file breaks the task-file format (empty: nothing)."""
-    out, ids = [], set()
-    for n, line in enumerate(lines, 1):
-        t = json.loads(line)
-        tid = t.get("task_id")
-        if not isinstance(tid, str) or not re.fullmatch(r"[A-Za-z0-9._:-]{1,128}", tid):
-            out.append(f"{n}: task_id {tid!r}")
-        if tid in ids:
-            out.append(f"{n}: duplicate {tid}")
-        ids.add(tid)
-        if not isinstance(t.get("task"), str) or not t["task"]:
-            out.append(f"{n}: task")
-        if "context" in t and not isinstance(t["context"], str):
-            out.append(f"{n}: context")
-        if t.get("split", "train") not in ("train", "val", "test"):
-            out.append(f"{n}: split")
-        judge = t.get("judge") or {}
-        if judge.get("scoring", "fraction") not in ("fraction", "all"):
-            out.append(f"{n}: scoring")
-        if judge.get("kind") == "rule":
-            for c in judge.get("checks") or [None]:
-                kind = OPS.get((c or {}).get("op"), "bad")
-                if kind == "bad" or (kind is not None and not isinstance(c.get("arg"), kind)):
-                    out.append(f"{n}: check {c}")
-        elif judge.get("kind") == "rubric":
-            for c in judge.get("criteria") or [None]:
-                if not (isinstance(c, str) and c) and not (
-                    isinstance(c, dict) and isinstance(c.get("criterion"), str)
-                ):
-                    out.append(f"{n}: criterion {c}")
-        else:
-            out.append(f"{n}: judge kind {judge.get('kind')!r}")
-    return out
 
 
 def test_the_deterministic_miner_finds_the_repeated_correction_in_real_transcripts(
@@ -171,15 +123,15 @@ def test_the_task_file_follows_the_format_and_keeps_held_out_tasks_apart(tmp_pat
         app, ["harvest", "--source", "jsonl", "--path", str(path), "-o", str(out)]
     )
     assert result.exit_code == 0, result.output
-    main = out.read_text().splitlines()
-    held = out.with_name("tasks.heldout.jsonl").read_text().splitlines()
-    assert spec_problems(main + held) == []
-    assert {json.loads(x)["split"] for x in main} == {"train", "val"}
-    assert held and {json.loads(x)["split"] for x in held} == {"test"}
+    main = read_task_file(out)  # the parser `moscopt train --tasks` uses
+    held = read_task_file(out.with_name("tasks.heldout.jsonl"))
+    assert {t.split for t in main} == {"train", "val"} and {t.split for t in held} == {"test"}
     assert len(main) + len(held) == 12
+    assert all(t.judge.kind == "rubric" for t in main)
+    assert main[0].to_task("mined").meta["miner"] == "deterministic"  # metadata kept
     again = tmp_path / "again.jsonl"
     runner.invoke(app, ["harvest", "--source", "jsonl", "--path", str(path), "-o", str(again)])
-    assert again.with_name("again.heldout.jsonl").read_text().splitlines() == held  # stable
+    assert read_task_file(again.with_name("again.heldout.jsonl")) == held  # stable
 
 
 def test_the_llm_miner_writes_judges_through_the_lm_seam(sessions_dir: Path) -> None:
