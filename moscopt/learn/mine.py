@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from moscopt.learn.corrections import Requirement, kind_of, requirements, similarity
+from moscopt.learn.corrections import Requirement, kind_of, requirements, words
 from moscopt.learn.secrets import limit
 from moscopt.learn.sessions import Session
 
@@ -78,16 +78,19 @@ class MinedTask:
 
 
 def group(items: list[Exchange]) -> list[list[Exchange]]:
-    """`items` in groups of near-duplicate requests (similarity to the group's first request
-    at least `SAME_REQUEST`), in order of first appearance."""
+    """`items` in groups of near-duplicate requests (content-word Jaccard similarity to the
+    group's first request at least `SAME_REQUEST`), in order of first appearance."""
     groups: list[list[Exchange]] = []
+    firsts: list[set[str]] = []
     for ex in items:
-        for g in groups:
-            if similarity(ex.request, g[0].request) >= SAME_REQUEST:
+        here = words(ex.request)
+        for g, first in zip(groups, firsts, strict=True):
+            if here and first and len(here & first) >= SAME_REQUEST * len(here | first):
                 g.append(ex)
                 break
         else:
             groups.append([ex])
+            firsts.append(here)
     return groups
 
 
