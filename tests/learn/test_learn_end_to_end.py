@@ -5,71 +5,17 @@ does it, certified on held-out requests; corrections that contradict each other 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from moscopt.cli import app
 from moscopt.testing import FakeServer
-from moscopt.testing.scripted import edit, write_project
+from moscopt.testing.learn_world import REQUESTS, RULE, responder, write_sessions
+from moscopt.testing.scripted import write_project
 
 runner = CliRunner()
-RULE = "Always put the ## Risks section first in every report."
-WORDS = re.findall(
-    r"\w+",
-    "billing search payments checkout onboarding mobile ledger identity storage pricing "
-    "catalog shipping returns inventory loyalty fraud analytics support email calendar "
-    "maps export import backup audit compliance hiring payroll legal security travel "
-    "warehouse forecasting marketing partnerships recruiting facilities procurement "
-    "translation documentation accessibility localization telemetry caching networking",
-)
-
-
-def sessions_file(path: Path, corrections: list[str]) -> None:
-    """One session per (request, correction): the agent answers with the status first."""
-    lines = []
-    requests = [f"Write a report on {w} for quarter q{i}" for i, w in enumerate(WORDS)]
-    requests += [f"Draft the {w} memo r{i}" for i, w in enumerate(WORDS)]
-    for i, (request, correction) in enumerate(zip(requests, corrections, strict=False)):
-        messages = [
-            {"role": "user", "content": request},
-            {"role": "assistant", "content": "## Status\nOn track.\n\n## Risks\nNone."},
-            {"role": "user", "content": correction},
-        ]
-        lines.append(json.dumps({"id": f"s{i}", "cwd": str(path.parent), "messages": messages}))
-    path.write_text("\n".join(lines) + "\n")
-
-
-def answer_of(prompt: str) -> str:
-    return prompt.split("## The answer", 1)[-1].split("## What to write", 1)[0]
-
-
-def world(body: dict[str, Any]) -> str:
-    """The loopback world: the judge, the optimizer's calls and the agent, told apart by the
-    opening words of the prompt (the server sees no purpose)."""
-    messages = body["messages"]
-    last = messages[-1]["content"]
-    if "strict, impartial grader" in last:
-        count = int(re.search(r"exactly (\d+) entries", last).group(1))  # type: ignore[union-attr]
-        met = answer_of(last).strip().startswith("## Risks")
-        return json.dumps({"verdicts": [{"why": "seen", "met": met}] * count})
-    if "## Available skills" in last:
-        return "ACTIVATE: careful-computation, detail-verifier"
-    if "Propose small, targeted edits that fix the failure" in last:
-        return edit("", RULE)
-    if "edit budget" in last:
-        return "L: 3"
-    if "routing rules" in last:
-        return edit("", "Prefer careful-computation.")
-    if any(w in last for w in ("diagnose what the skill fails", "routing analysis", "memory")):
-        return "- The reports put the status before the risks."
-    system = messages[0]["content"] if messages[0]["role"] == "system" else ""
-    if RULE in system:
-        return "## Risks\nThe export is slow.\n\n## Status\nOn track."
-    return "## Status\nOn track.\n\n## Risks\nThe export is slow."
 
 
 @pytest.fixture
@@ -81,16 +27,17 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> 
 
 
 def test_harvest_train_adopt_the_repeated_correction(project: Path) -> None:
-    sessions_file(project / "sessions.jsonl", ["no — always put the risks first"] * 2 * len(WORDS))
+    n = write_sessions(project / "sessions.jsonl", ["no — always put the risks first"] * 999)
+    assert n == len(REQUESTS)
     mined = runner.invoke(
         app, ["harvest", "--source", "jsonl", "--path", "sessions.jsonl", "-o", "tasks.jsonl"]
     )
     assert mined.exit_code == 0, mined.output
-    said = f"recurring correction ({2 * len(WORDS)} sessions): Always put the risks first."
+    said = f"recurring correction ({n} sessions): Always put the risks first."
     assert said in mined.output
     held = [json.loads(x) for x in Path("tasks.heldout.jsonl").read_text().splitlines()]
     assert len(held) >= 6  # enough held-out requests for the certificate to decide
-    with FakeServer(responder=world) as server:
+    with FakeServer(responder=responder) as server:
         trained = runner.invoke(
             app,
             ["train", "--tasks", "tasks.jsonl", "--held-out", "tasks.heldout.jsonl",
