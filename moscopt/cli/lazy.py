@@ -47,6 +47,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "init",
         "Scaffold a project: moscopt.yaml, skills/ (the seed library, gate included), .gitignore.",
     ),
+    "mcp": (
+        "mcp",
+        "Serve moscopt as a Model Context Protocol server over stdio: plan, train (in the "
+        "background, with a budget), status, log, diff, eval, export and route as tools.",
+    ),
     "plan": (
         "plan",
         "Expected calls, tokens, cost and time per phase of `moscopt train`, and the calls it "

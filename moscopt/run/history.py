@@ -153,6 +153,18 @@ class History:
             names.update(e.eliminated)
         return sorted(names)
 
+    def entries_about(self, skill: str | None) -> list[Entry]:
+        """The entries that concern `skill` (a skill's name or 'gate'; None: all of them); a
+        `UserError` naming the known skills for a name this run never had."""
+        if skill is None:
+            return self.entries
+        if skill not in self.known_names():
+            raise UserError(
+                f"unknown skill '{skill}' in this run (known: {', '.join(self.known_names())})",
+                field="skill",
+            )
+        return [e for e in self.entries if e.touches(skill)]
+
     def lifespan(self, name: str) -> str:
         """When `name` was in the pool, in words (for messages about a skill not at a step)."""
         present = [v for v in self.versions if name in _names(v.pool)]
