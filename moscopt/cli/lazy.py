@@ -28,6 +28,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Compare MOSCOPT with another optimizer at the same call budget over seeds (GEPA gets "
         "the calls the full method made, at most the budget); rerun to continue.",
     ),
+    "install-agent": (
+        "install_agent",
+        "Install moscopt into Claude Code (skill, slash commands, MCP server in .mcp.json) or "
+        "Codex (skill and [mcp_servers.moscopt]); idempotent, says what it wrote.",
+    ),
     "log": ("log", "History of edits with before/after scores and reasons."),
     "diff": (
         "diff",
