@@ -45,8 +45,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Export a run for deployment: mixture (skills + gate), static (a routing table, no gate "
         "call), topq (the paper's static mode: the K skills of highest Q for every task), "
         "distilled (one SKILL.md merging the top skills, validated), router (the mixture and "
-        "the familiarity router's heads: no gate call) or agents (for Agent Skills agents: the "
-        "routing in the descriptions and a skill-router skill).",
+        "the familiarity router's heads: no gate call), agents (for Agent Skills agents: the "
+        "routing in the descriptions and a skill-router skill) or plugin (the agents export as "
+        "a Claude Code plugin, with the certificate in its README).",
     ),
     "init": (
         "init",

@@ -65,6 +65,9 @@ def test_plans_then_trains_with_progress_then_exports(session: Session, project:
     assert Path(exported["out"]).is_dir() and exported["mode"] == "static"
     routed = session.tool("route", {"run": str(run), "task": "Compute 3 + 3.", "mode": "static"})
     assert routed["skills"]
+    plugin = session.tool("export", {"run": str(run), "mode": "plugin"})
+    assert (Path(plugin["out"]) / ".claude-plugin" / "plugin.json").is_file()
+    assert plugin["plugin"]["certificate"] == final["certificate"]["verdict"]
 
 
 def test_train_can_wait_for_its_end_with_progress(session: Session) -> None:
