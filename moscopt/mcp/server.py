@@ -8,13 +8,16 @@ command line's one-line message as a tool error (`moscopt.mcp.calls`), never a t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
 from moscopt.mcp.calls import Args, blocking, tool_result, watch
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 INSTRUCTIONS = (
     "moscopt optimizes an agent's pool of Markdown skills (Agent Skills folders) and the gating "
@@ -28,7 +31,17 @@ INSTRUCTIONS = (
 server: MCPServer = MCPServer("moscopt", instructions=INSTRUCTIONS, log_level="WARNING")
 
 
-@server.tool(structured_output=False)
+def tool(name: str | None = None) -> Callable[[F], F]:
+    """Register a tool; its description is its docstring on one line."""
+
+    def register(fn: F) -> F:
+        text = " ".join((fn.__doc__ or "").split())
+        return server.tool(name=name, description=text, structured_output=False)(fn)
+
+    return register
+
+
+@tool()
 async def plan(
     ctx: Context,
     benchmark: str | None = None,
@@ -76,7 +89,7 @@ async def plan(
     return await blocking(ctx, work)
 
 
-@server.tool(structured_output=False)
+@tool()
 async def train(
     ctx: Context,
     benchmark: str | None = None,
@@ -134,7 +147,7 @@ async def train(
     return tool_result(started)
 
 
-@server.tool(structured_output=False)
+@tool()
 async def status(
     ctx: Context,
     run: str | None = None,
@@ -163,7 +176,7 @@ async def status(
     return await blocking(ctx, work)
 
 
-@server.tool(structured_output=False)
+@tool()
 async def log(ctx: Context, run: str | None = None, skill: str | None = None) -> CallToolResult:
     """Every edit, evolution cycle and gate restoration of a run (`moscopt log`), with its score
     before and after, its reason and its decision's evidence; skill: only those about it."""
@@ -179,7 +192,7 @@ async def log(ctx: Context, run: str | None = None, skill: str | None = None) ->
     return await blocking(ctx, work)
 
 
-@server.tool(structured_output=False)
+@tool()
 async def diff(
     ctx: Context,
     skill: str,
@@ -209,7 +222,7 @@ async def diff(
     return await blocking(ctx, work)
 
 
-@server.tool(name="eval", structured_output=False)
+@tool("eval")
 async def eval_(
     ctx: Context,
     benchmark: str | None = None,
@@ -246,7 +259,7 @@ async def eval_(
     return await blocking(ctx, work)
 
 
-@server.tool(structured_output=False)
+@tool()
 async def export(
     ctx: Context,
     mode: str,
@@ -291,7 +304,7 @@ async def export(
     return await blocking(ctx, work)
 
 
-@server.tool(structured_output=False)
+@tool()
 async def route(
     ctx: Context,
     task: str,
