@@ -205,19 +205,9 @@ async def diff(
     args = Args.of(locals())
 
     def work() -> dict[str, Any]:
-        from moscopt.run.history import History, open_run, skill_diff
+        from moscopt.run.history import History, diff_json, open_run
 
-        history = History.load(open_run(args.path("run")))
-        result = skill_diff(history, skill, from_step, to_step)
-        return {
-            "run": str(history.run.path),
-            "skill": skill,
-            "from": from_step,
-            "to": to_step,
-            "changed": bool(result.text),
-            "diff": result.text,
-            "notes": [*history.warnings, *result.notes],
-        }
+        return diff_json(History.load(open_run(args.path("run"))), skill, from_step, to_step)
 
     return await blocking(ctx, work)
 

@@ -60,6 +60,13 @@ def test_plans_then_trains_with_progress_then_exports(session: Session, project:
     assert log["entries"] and all("decision" in e or e["kind"] != "edit" for e in log["entries"])
     diff = session.tool("diff", {"run": str(run), "skill": "careful-computation"})
     assert diff["skill"] == "careful-computation"
+    unknown = session.error("log", {"run": str(run), "skill": "nope"})
+    assert unknown == (
+        "moscopt: error: field 'skill': unknown skill 'nope' in this run (known: "
+        "careful-computation, cautious-planner, detail-verifier, gate)"
+    )
+    scored = session.tool("eval", {"run": str(run), "split": "test"})
+    assert scored["mode"] == "mixture" and scored["tasks"] == 2 and scored["errors"] == 0
 
     exported = session.tool("export", {"run": str(run), "mode": "static"})
     assert Path(exported["out"]).is_dir() and exported["mode"] == "static"
