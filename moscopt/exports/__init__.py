@@ -89,7 +89,7 @@ def export_run(
 
     if mode not in MODES:
         raise UserError(
-            f"unknown mode '{mode}' (mixture, static, topq, distilled, router or agents)",
+            f"unknown mode '{mode}' (mixture, static, topq, distilled, router, agents or plugin)",
             field="mode",
         )
     run = RunDir.open(run_path)
@@ -149,6 +149,13 @@ def export_run(
         members, files["ROUTING.md"], manifest.agents = agents_export(
             run, config, state, pool, k, resolved
         )
+    elif mode == "plugin":  # the agents export as a Claude Code plugin
+        from moscopt.exports.plugin import plugin_export
+
+        members, more, manifest.agents, manifest.plugin = plugin_export(
+            run, config, state, pool, k, resolved
+        )
+        files.update(more)
     else:
         skill, manifest.distilled = _distilled(
             run, config, state, pool, k, top or k, resolved, lms, progress
