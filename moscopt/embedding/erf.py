@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,7 +36,8 @@ def coefficients() -> tuple[float, ...]:
         x = np.sqrt((u + 1) * (LIMIT * LIMIT / 2))
         return np.array([math.erf(v) / v if v > 0 else 2 / math.sqrt(math.pi) for v in x])
 
-    return tuple(float(c) for c in chebyshev.chebinterpolate(h, DEGREE))
+    series: Any = chebyshev.chebinterpolate(h, DEGREE)  # numpy's stubs type it as scalars
+    return tuple(float(c) for c in series)
 
 
 def erf(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from moscopt.errors import UserError
@@ -39,8 +39,15 @@ def check_target(out: Path, *, force: bool) -> None:
         raise UserError("an export is already there: pass --force to overwrite it", path=out)
 
 
-def write_tree(out: Path, files: Mapping[str, str], *, force: bool) -> None:
-    """Make `out` hold exactly `files` (relative path -> text)."""
+def write_tree(
+    out: Path,
+    files: Mapping[str, str],
+    *,
+    force: bool,
+    check: Callable[[Path], None] | None = None,
+) -> None:
+    """Make `out` hold exactly `files` (relative path -> text). `check` sees the written folder
+    before it replaces anything; what it raises leaves `out` as it was."""
     check_target(out, force=force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tag = f"{os.getpid()}"
@@ -51,6 +58,8 @@ def write_tree(out: Path, files: Mapping[str, str], *, force: bool) -> None:
     try:
         for rel in sorted(files):
             atomic_write_text(staging / rel, files[rel], shared=True)  # modes: the umask's
+        if check is not None:
+            check(staging)
         if out.exists():
             os.replace(out, retired)
         os.replace(staging, out)
