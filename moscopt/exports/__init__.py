@@ -31,12 +31,14 @@ import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.errors import UserError
 from moscopt.exports.deployment import Deployment, open_export, open_run_export
 from moscopt.exports.manifest import MANIFEST_FILE, MODES, Manifest, Provenance
+from moscopt.exports.reference import check_with_reference
 from moscopt.exports.target import check_target, skill_paths, write_tree
 
 if TYPE_CHECKING:
@@ -163,7 +165,13 @@ def export_run(
         members = [skill]
     manifest.skills = sorted(s.name for s in members)
     files[MANIFEST_FILE] = manifest.dumps()
-    write_tree(target, files, force=force, skills=members)
+    write_tree(
+        target,
+        files,
+        force=force,
+        skills=members,
+        check=partial(check_with_reference, shown=target),
+    )
     return ExportResult(mode, target, manifest, sorted([*files, *skill_paths(members)]))
 
 
