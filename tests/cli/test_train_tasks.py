@@ -139,3 +139,19 @@ def test_plan_counts_the_rubric_judge(
     assert result.exit_code == 0, result.output
     shape = json.loads(result.output)["shape"]
     assert shape["calls_per_rollout_max"] == per_rollout  # agent + gate (+ judge)
+
+
+def test_a_stream_of_tasks_that_carry_their_judges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeServer(responder=server_responder()) as server:
+        args = ["stream", "--tasks", "data/tasks.jsonl", "--model", "openai/judged",
+                "--api-base", server.url, "--n", "2", "--k", "1", "--run", "runs/s",
+                "--no-baselines", "--json"]  # fmt: skip
+        result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{") :])
+    assert data["tasks"] == 18 and 0.5 <= data["accuracy"] <= 1.0
