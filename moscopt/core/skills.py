@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import unicodedata
 import shutil
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
