@@ -2,27 +2,32 @@
 whether the embedded optimizer proposes the fixing sentence.
 
     python scripts/probe_embedded_demo.py eval [--split test] [--samples 2] [--variants seed,fixed]
-    python scripts/probe_embedded_demo.py propose [--trials 8]
+    python scripts/probe_embedded_demo.py propose [--trials 6]
+    python scripts/probe_embedded_demo.py simulate REWARDS.json [--val 4,8,10] [--samples 2]
 
-`eval`: every task of `--split` in benchmarks/data-demo/tasks.jsonl, answered by the embedded
-model (`build_lm`, `local/smollm2`, one thread, `max_tokens` 128, the default temperature unless
+`eval`: every task of `--split` in benchmarks/data-demo/tasks.jsonl (customers' questions whose
+answer is an Acme fact: the support email or the phone number), answered by the embedded model
+(`build_lm`, `local/smollm2`, one thread, `max_tokens` 128, the default temperature unless
 `--temperature`) with the system prompt the harness builds from one skill, for each variant:
 
-- seed:  benchmarks/data-demo/seed/acme-support (the deficient seed: no sign-off);
-- fixed: benchmarks/data-demo/fixed/acme-support (the seed + "End every reply with: -- The
-         Acme Team" as its last line, where an optimizer's `add` at the end puts it);
-- first: the same sentence as the body's first line;
-- plain: the seed + an optimizer-style line, "Always sign off the reply with '-- The Acme Team'.".
+- seed:    benchmarks/data-demo/seed/acme-support (the deficient seed: hours and refunds only);
+- fixed:   benchmarks/data-demo/fixed/acme-support (the seed + "Acme's support email is
+           help@acme.example." and "Acme's phone number is 555-0100." as its last lines, where an
+           optimizer's `add` at the end puts them);
+- first:   the same two lines first in the body;
+- oneline: the seed + one line with both facts ("Contact Acme support at ... or call ...");
+- plain:   the seed + an optimizer-style instruction carrying both literals.
 
 The reward is the task's rule checks' fraction met (the task file's `fraction` scoring); the table
-gives each variant's mean, each check's pass rate, and the paired difference from the seed (per
-task, averaged over samples) with a 95% t-interval over tasks.
+gives each variant's mean, each check's pass rate, and the paired difference from the first
+variant (per task, averaged over samples) with a 95% t-interval over tasks.
 
 `propose`: EditAdam (the real `reflect` and `propose` prompts, grammar-constrained as for the
-embedded model) on the seed skill, with failed trajectories whose feedback is the failed check
-rendered as the lead plans (`Failed checks: must contain "-- The Acme Team" (...)`) instead of an
-expected answer. Each trial shows different tasks; the table counts the proposals that applied,
-and those whose new body carries the literal sign-off (and "The Acme Team" at all).
+embedded model) on the seed skill, with two failed trajectories per trial (the seed's real
+answers to two training tasks) whose feedback is the failed check as the lead plans to render it
+(`Failed checks: must contain "help@acme.example" (gives Acme's support email, ...)`) instead of
+an expected answer. Each trial shows different tasks; the table counts the proposals that
+applied, and those whose new body carries a required literal (and both).
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ from moscopt.optimizer.editadam import EditAdam
 from moscopt.run.state import OptimizerState
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data-demo"
-SENTENCE = "End every reply with: -- The Acme Team"
-PLAIN = "Always sign off the reply with '-- The Acme Team'."
+FACTS = ["Acme's support email is help@acme.example.", "Acme's phone number is 555-0100."]
+ONE_LINE = "Contact Acme support at help@acme.example or call 555-0100."
+PLAIN = "Always give the support email help@acme.example and the phone number 555-0100."
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 
 
@@ -94,7 +100,9 @@ def skill_variant(name: str) -> Skill:
     if name == "fixed":
         return Skill.load(DATA / "fixed" / "acme-support" / "SKILL.md")
     if name == "first":
-        return seed.with_body("\n".join([SENTENCE, *lines]))
+        return seed.with_body("\n".join([*FACTS, *lines]))
+    if name == "oneline":
+        return seed.with_body("\n".join([*lines, ONE_LINE]))
     if name == "plain":
         return seed.with_body("\n".join([*lines, PLAIN]))
     raise ValueError(f"unknown variant {name!r}")
@@ -118,6 +126,7 @@ def run_eval(args: argparse.Namespace) -> None:
     variants = [v for v in args.variants.split(",") if v]
     print(f"{len(rows)} {args.split} tasks x {args.samples} samples; {config.sampling}; {load()}")
     per_task: dict[str, list[float]] = {}
+    dumped: dict[str, dict[str, list[float]]] = {}
     for variant in variants:
         system = system_prompt([skill_variant(variant)], [])
         assert system is not None
@@ -140,6 +149,7 @@ def run_eval(args: argparse.Namespace) -> None:
                 if args.show and sample == 0:
                     print(f"  [{variant} {row['task_id']} {ok}] {done.text.strip()[:160]!r}")
             rewards.append(statistics.fmean(got))
+            dumped.setdefault(variant, {})[row["task_id"]] = got
         per_task[variant] = rewards
         n = len(rows) * args.samples
         rates = " ".join(f"check{i + 1} {p}/{n}" for i, p in enumerate(passed))
@@ -148,13 +158,39 @@ def run_eval(args: argparse.Namespace) -> None:
             diffs = [a - b for a, b in zip(rewards, per_task[variants[0]], strict=True)]
             paired = f" | vs {variants[0]}: {interval(diffs)}"
         per = f"{spent / made:.2f} s/call" if made else "cached"
-        print(
-            f"{variant:6} mean {statistics.fmean(rewards):.3f} | {rates}{paired} | {per} | {load()}",
-            flush=True,
-        )
+        mean = statistics.fmean(rewards)
+        print(f"{variant:6} mean {mean:.3f} | {rates}{paired} | {per} | {load()}", flush=True)
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(dumped, indent=1))
 
 
-FEEDBACK = 'Failed checks: must contain "-- The Acme Team" (ends with the house sign-off line)'
+def run_simulate(args: argparse.Namespace) -> None:
+    """How often moscopt's paired acceptance test (the default policy, 95%) accepts `fixed` over
+    `seed`, on validation splits of `--val` tasks drawn from the measured tasks, each look's
+    rewards drawn from that task's measured answers (a bootstrap of `eval --dump`'s rewards)."""
+    import random
+
+    from moscopt.optimizer.policies.acceptance import make_acceptance
+
+    measured = json.loads(Path(args.rewards).read_text())
+    seed, fixed = measured[args.incumbent], measured[args.candidate]
+    ids = sorted(seed)
+    rng = random.Random(0)
+    for val in [int(v) for v in args.val.split(",")]:
+        accepted = 0
+        for _ in range(args.runs):
+            chosen = rng.sample(ids, min(val, len(ids)))
+            policy = make_acceptance("paired", max_samples=args.samples)
+            incumbent, candidate = _drawn(seed, chosen, rng), _drawn(fixed, chosen, rng)
+            verdict = asyncio.run(policy.decide(incumbent, candidate))
+            accepted += verdict.accepted
+        print(f"val {val} tasks, up to {args.samples} samples: accepted {accepted}/{args.runs}")
+
+
+def feedback(row: dict[str, Any]) -> str:
+    """The failed checks of a task, rendered as the lead plans: literal and description."""
+    check = row["judge"]["checks"][0]
+    return f'Failed checks: must contain "{check["arg"]}" ({check["description"]})'
 
 
 def evidence(rows: list[dict[str, Any]], replies: list[str]) -> str:
@@ -168,7 +204,7 @@ def evidence(rows: list[dict[str, Any]], replies: list[str]) -> str:
                     "Skills active: acme-support",
                     f"Task:\n{row['task']}",
                     f"Agent's final reply:\n{reply}",
-                    FEEDBACK,
+                    feedback(row),
                 ]
             )
         )
@@ -183,11 +219,13 @@ async def propose_trials(args: argparse.Namespace) -> None:
     system = system_prompt([seed], [])
     assert system is not None
     rows = tasks("train")
-    counts = {"trials": 0, "proposals": 0, "applied": 0, "literal": 0, "acme team": 0}
+    counts = {"trials": 0, "proposals": 0, "applied": 0, "email": 0, "phone": 0, "both": 0}
     print(f"{args.trials} trials; {load()}")
     started = time.perf_counter()
     for trial in range(args.trials):
-        shown = [rows[(2 * trial + j) % len(rows)] for j in range(2)]
+        # an email and a phone task (the train split alternates them), other pairs after a lap
+        lap = trial // (len(rows) // 2)
+        shown = [rows[(2 * trial) % len(rows)], rows[(2 * trial + 1 + 2 * lap) % len(rows)]]
         replies = []
         for row in shown:  # the seed's real answers: what reflection would see
             msgs = [{"role": "system", "content": system}, {"role": "user", "content": row["task"]}]
@@ -206,12 +244,23 @@ async def propose_trials(args: argparse.Namespace) -> None:
         candidate = adam.apply(seed, proposal, 2)
         body = candidate.skill.body
         counts["applied"] += candidate.changed
-        counts["literal"] += candidate.changed and "-- The Acme Team" in body
-        counts["acme team"] += candidate.changed and "the acme team" in body.lower()
+        email, phone = "help@acme.example" in body, "555-0100" in body
+        counts["email"] += email
+        counts["phone"] += phone
+        counts["both"] += email and phone
         print(f"  trial {trial}: analysis {(analysis or '')[:200]!r}")
         print(f"  trial {trial}: {proposal.summary(300)}", flush=True)
     took = time.perf_counter() - started
     print(" | ".join(f"{k} {v}" for k, v in counts.items()) + f" | {took:.0f} s | {load()}")
+
+
+def _drawn(table: dict[str, list[float]], chosen: list[str], rng: Any) -> Any:
+    """A `Rewards` callable: at every look, one measured reward per chosen task."""
+
+    async def at(sample: int) -> list[float]:
+        return [rng.choice(table[t]) for t in chosen]
+
+    return at
 
 
 def _temperature(args: argparse.Namespace) -> dict[str, float]:
@@ -235,14 +284,24 @@ def main() -> None:
     ev.add_argument("--variants", default="seed,fixed")
     ev.add_argument("--max-tokens", type=int, default=128)
     ev.add_argument("--show", action="store_true")
+    ev.add_argument("--dump", default="", help="write every reward to this JSON file")
+    si = sub.add_parser("simulate")
+    si.add_argument("rewards", help="a JSON file written by `eval --dump`")
+    si.add_argument("--val", default="4,8,10")
+    si.add_argument("--samples", type=int, default=2)
+    si.add_argument("--runs", type=int, default=200)
+    si.add_argument("--incumbent", default="seed")
+    si.add_argument("--candidate", default="fixed")
     pr = sub.add_parser("propose")
-    pr.add_argument("--trials", type=int, default=8)
+    pr.add_argument("--trials", type=int, default=6)
     for p in (ev, pr):
         p.add_argument("--temperature", type=float, default=None)
         p.add_argument("--cache", default="")
     args = ap.parse_args()
     if args.mode == "eval":
         run_eval(args)
+    elif args.mode == "simulate":
+        run_simulate(args)
     else:
         asyncio.run(propose_trials(args))
 

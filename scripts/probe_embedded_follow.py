@@ -234,8 +234,10 @@ def main() -> None:
                     hit = passes(candidate, done.text)
                     hits, total = hits + hit, total + 1
                     if p < args.show and sample == 0:
-                        print(f"  [{candidate.name}/{variant} {'PASS' if hit else 'fail'}] "
-                              + done.text.strip().replace("\n", " | ")[:300])
+                        print(
+                            f"  [{candidate.name}/{variant} {'PASS' if hit else 'fail'}] "
+                            + done.text.strip().replace("\n", " | ")[:300]
+                        )
             cells.append(f"{hits:>3}/{total:<3}  ")
         calls += made
         per = f"{spent / made:.2f}" if made else "-"
