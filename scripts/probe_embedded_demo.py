@@ -26,7 +26,8 @@ variant (per task, averaged over samples) with a 95% t-interval over tasks.
 embedded model) on the seed skill, with two failed trajectories per trial (the seed's real
 answers to two training tasks) whose feedback is the failed check as the lead plans to render it
 (`Failed checks: must contain "help@acme.example" (gives Acme's support email, ...)`) instead of
-an expected answer. Each trial shows different tasks; the table counts the proposals that
+an expected answer (`--direct`: no reflection, the failed checks themselves are the analysis
+the proposal sees). Each trial shows different tasks; the table counts the proposals that
 applied, and those whose new body carries a required literal (and both).
 """
 
@@ -187,10 +188,13 @@ def run_simulate(args: argparse.Namespace) -> None:
         print(f"val {val} tasks, up to {args.samples} samples: accepted {accepted}/{args.runs}")
 
 
+QUOTE = '"'  # `propose --quote none`: the literal without the quotes a JSON string ends at
+
+
 def feedback(row: dict[str, Any]) -> str:
     """The failed checks of a task, rendered as the lead plans: literal and description."""
     check = row["judge"]["checks"][0]
-    return f'Failed checks: must contain "{check["arg"]}" ({check["description"]})'
+    return f"Failed checks: must contain {QUOTE}{check['arg']}{QUOTE} ({check['description']})"
 
 
 def evidence(rows: list[dict[str, Any]], replies: list[str]) -> str:
@@ -226,13 +230,12 @@ async def propose_trials(args: argparse.Namespace) -> None:
         # an email and a phone task (the train split alternates them), other pairs after a lap
         lap = trial // (len(rows) // 2)
         shown = [rows[(2 * trial) % len(rows)], rows[(2 * trial + 1 + 2 * lap) % len(rows)]]
-        replies = []
-        for row in shown:  # the seed's real answers: what reflection would see
-            msgs = [{"role": "system", "content": system}, {"role": "user", "content": row["task"]}]
-            replies.append((await lm.acomplete(msgs, max_tokens=128, purpose="rollout")).text)
         state = OptimizerState()
         counts["trials"] += 1
-        analysis = await adam.reflect(seed, [evidence(shown, replies)], state)
+        if args.direct:  # no reflection: the failed checks themselves are the analysis
+            analysis = "\n".join(f"- Task: {r['task']} {feedback(r)}" for r in shown)
+        else:
+            analysis = await _reflect(adam, lm, system, seed, shown, state)
         try:
             proposal = await adam.propose(
                 seed, state, analysis=analysis, scores="validation 0.500", max_edits=2
@@ -252,6 +255,22 @@ async def propose_trials(args: argparse.Namespace) -> None:
         print(f"  trial {trial}: {proposal.summary(300)}", flush=True)
     took = time.perf_counter() - started
     print(" | ".join(f"{k} {v}" for k, v in counts.items()) + f" | {took:.0f} s | {load()}")
+
+
+async def _reflect(
+    adam: EditAdam,
+    lm: Any,
+    system: str,
+    seed: Skill,
+    shown: list[dict[str, Any]],
+    state: OptimizerState,
+) -> str | None:
+    """The seed's real answers to `shown` (what reflection would see), then reflection."""
+    replies = []
+    for row in shown:
+        msgs = [{"role": "system", "content": system}, {"role": "user", "content": row["task"]}]
+        replies.append((await lm.acomplete(msgs, max_tokens=128, purpose="rollout")).text)
+    return await adam.reflect(seed, [evidence(shown, replies)], state)
 
 
 def _drawn(table: dict[str, list[float]], chosen: list[str], rng: Any) -> Any:
@@ -294,6 +313,8 @@ def main() -> None:
     si.add_argument("--candidate", default="fixed")
     pr = sub.add_parser("propose")
     pr.add_argument("--trials", type=int, default=6)
+    pr.add_argument("--direct", action="store_true", help="the failed checks as the analysis")
+    pr.add_argument("--quote", choices=["double", "none"], default="double")
     for p in (ev, pr):
         p.add_argument("--temperature", type=float, default=None)
         p.add_argument("--cache", default="")
@@ -303,6 +324,8 @@ def main() -> None:
     elif args.mode == "simulate":
         run_simulate(args)
     else:
+        global QUOTE
+        QUOTE = '"' if args.quote == "double" else ""
         asyncio.run(propose_trials(args))
 
 

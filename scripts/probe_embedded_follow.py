@@ -1,7 +1,8 @@
 """Which skill sentences the embedded model (SmolLM2-135M) follows: follow rates with vs without.
 
-    python scripts/probe_embedded_follow.py [--prompts 20] [--samples 1] [--only closing,fact]
-                                            [--variants base,none,first,last,k2,plain]
+    python scripts/probe_embedded_follow.py [--prompts 20] [--samples 1] [--only closing,fact-qa]
+                                            [--variants none,first,last,k2,plain,user]
+                                            [--temperature 0.2]
 
 The agent's system prompt is built exactly as the harness builds it (`system_prompt`: the
 `agent_system` preamble, then `## Skill: <name>` and the body), the task is the user message,
@@ -206,6 +207,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated candidate names")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--temperature", type=float, default=None, help="default: the config's")
     ap.add_argument("--cache", default="", help="cache directory (default: a temporary one)")
     ap.add_argument("--show", type=int, default=0, help="print this many answers per cell")
     args = ap.parse_args()
@@ -213,7 +215,10 @@ def main() -> None:
     variants = [v for v in args.variants.split(",") if v]
     cache = Path(args.cache) if args.cache else Path(tempfile.mkdtemp(prefix="probe-follow-"))
     config = Config(
-        sampling=SamplingConfig(max_tokens=args.max_tokens),
+        sampling=SamplingConfig(
+            max_tokens=args.max_tokens,
+            **({} if args.temperature is None else {"temperature": args.temperature}),
+        ),
         llm=LLMConfig(threads=1),
     )
     lm = build_lm(config, cache_dir=cache)
