@@ -27,7 +27,9 @@ embedded model) on the seed skill, with two failed trajectories per trial (the s
 answers to two training tasks) whose feedback is the failed check as the lead plans to render it
 (`Failed checks: must contain "help@acme.example" (gives Acme's support email, ...)`) instead of
 an expected answer (`--direct`: no reflection, the failed checks themselves are the analysis
-the proposal sees). Each trial shows different tasks; the table counts the proposals that
+the proposal sees; `--short`: not moscopt's propose prompt but a short one, the skill and the
+failed checks and one instruction, with the same constrained schema). Each trial shows different
+tasks; the table counts the proposals that
 applied, and those whose new body carries a required literal (and both).
 """
 
@@ -46,9 +48,16 @@ from typing import Any
 
 from moscopt.agent.harness import system_prompt
 from moscopt.config import Config, LLMConfig, SamplingConfig, load_config
-from moscopt.core.edits import ProposalError
+from moscopt.core.edits import (
+    Proposal,
+    ProposalError,
+    parse_proposal,
+    proposal_schema,
+    unique_lines,
+)
 from moscopt.core.skills import Skill
 from moscopt.lm import build_lm
+from moscopt.lm.base import Message
 from moscopt.optimizer.editadam import EditAdam
 from moscopt.run.state import OptimizerState
 
@@ -75,7 +84,8 @@ def tasks(split: str) -> list[dict[str, Any]]:
 
 def check(c: dict[str, Any], text: str) -> bool:
     """One rule check of the task-file format (the ops this data set uses, and a few more)."""
-    op, arg = c["op"], c.get("arg")
+    op: str = c["op"]
+    arg: Any = c.get("arg")
     flags = re.IGNORECASE if c.get("ignore_case") else 0
     if op in ("contains", "not_contains"):
         found = (arg.lower() in text.lower()) if flags else (arg in text)
@@ -136,7 +146,7 @@ def run_eval(args: argparse.Namespace) -> None:
             checks = row["judge"]["checks"]
             got = []
             for sample in range(args.samples):
-                messages = [
+                messages: list[Message] = [
                     {"role": "system", "content": system},
                     {"role": "user", "content": row["task"]},
                 ]
@@ -232,14 +242,18 @@ async def propose_trials(args: argparse.Namespace) -> None:
         shown = [rows[(2 * trial) % len(rows)], rows[(2 * trial + 1 + 2 * lap) % len(rows)]]
         state = OptimizerState()
         counts["trials"] += 1
-        if args.direct:  # no reflection: the failed checks themselves are the analysis
+        analysis: str | None
+        if args.direct or args.short:  # no reflection: the failed checks are the analysis
             analysis = "\n".join(f"- Task: {r['task']} {feedback(r)}" for r in shown)
         else:
             analysis = await _reflect(adam, lm, system, seed, shown, state)
         try:
-            proposal = await adam.propose(
-                seed, state, analysis=analysis, scores="validation 0.500", max_edits=2
-            )
+            if args.short:
+                proposal = await _short_proposal(lm, seed, shown)
+            else:
+                proposal = await adam.propose(
+                    seed, state, analysis=analysis, scores="validation 0.500", max_edits=2
+                )
         except ProposalError as e:
             print(f"  trial {trial}: unusable proposal ({e})")
             continue
@@ -257,6 +271,29 @@ async def propose_trials(args: argparse.Namespace) -> None:
     print(" | ".join(f"{k} {v}" for k, v in counts.items()) + f" | {took:.0f} s | {load()}")
 
 
+SHORT = """Skill:
+{body}
+
+The agent's answers failed these checks:
+{checks}
+
+Add one line to the skill that gives the agent what the checks require. Reply in JSON."""
+
+
+async def _short_proposal(lm: Any, seed: Skill, shown: list[dict[str, Any]]) -> Proposal:
+    """A short proposal prompt (not moscopt's): the skill, the failed checks, one instruction;
+    the same grammar-constrained proposal schema."""
+    checks = "\n".join(f"- {feedback(r).removeprefix('Failed checks: ')}" for r in shown)
+    prompt = SHORT.format(body=seed.body.strip(), checks=checks)
+    done = await lm.acomplete(
+        [{"role": "user", "content": prompt}],
+        schema=proposal_schema(2, unique_lines(seed.body)),
+        purpose="propose-skill",
+        max_tokens=600,
+    )
+    return parse_proposal(done.data if isinstance(done.data, dict) else done.text)
+
+
 async def _reflect(
     adam: EditAdam,
     lm: Any,
@@ -268,7 +305,10 @@ async def _reflect(
     """The seed's real answers to `shown` (what reflection would see), then reflection."""
     replies = []
     for row in shown:
-        msgs = [{"role": "system", "content": system}, {"role": "user", "content": row["task"]}]
+        msgs: list[Message] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": row["task"]},
+        ]
         replies.append((await lm.acomplete(msgs, max_tokens=128, purpose="rollout")).text)
     return await adam.reflect(seed, [evidence(shown, replies)], state)
 
@@ -315,6 +355,7 @@ def main() -> None:
     pr.add_argument("--trials", type=int, default=6)
     pr.add_argument("--direct", action="store_true", help="the failed checks as the analysis")
     pr.add_argument("--quote", choices=["double", "none"], default="double")
+    pr.add_argument("--short", action="store_true", help="a short proposal prompt, no reflection")
     for p in (ev, pr):
         p.add_argument("--temperature", type=float, default=None)
         p.add_argument("--cache", default="")

@@ -38,6 +38,7 @@ from moscopt.config import Config, LLMConfig, SamplingConfig
 from moscopt.core.resources import seed_skills_dir
 from moscopt.core.skills import Pool, Skill
 from moscopt.lm import build_lm
+from moscopt.lm.base import Message
 
 SEED_LINES = [
     "Read the customer's message and answer the question they ask.",
@@ -171,7 +172,7 @@ def skill(body_lines: list[str]) -> Skill:
     )
 
 
-def messages(candidate: Candidate, variant: str, prompt: str, other: Skill) -> list[dict]:
+def messages(candidate: Candidate, variant: str, prompt: str, other: Skill) -> list[Message]:
     """The agent's messages for one (candidate, variant, prompt), as the harness builds them."""
     lines, task, skills = list(SEED_LINES), prompt, []
     if variant in ("first", "k2"):
