@@ -1,17 +1,17 @@
-"""The demo task set (benchmarks/data-demo) on the embedded model: seed vs fixed skill, and
+"""The demo task set (examples/acme-support) on the embedded model: seed vs fixed skill, and
 whether the embedded optimizer proposes the fixing sentence.
 
     python scripts/probe_embedded_demo.py eval [--split test] [--samples 2] [--variants seed,fixed]
     python scripts/probe_embedded_demo.py propose [--trials 6]
     python scripts/probe_embedded_demo.py simulate REWARDS.json [--val 4,8,10] [--samples 2]
 
-`eval`: every task of `--split` in benchmarks/data-demo/tasks.jsonl (customers' questions whose
+`eval`: every task of `--split` in examples/acme-support/tasks.jsonl (customers' questions whose
 answer is an Acme fact: the support email or the phone number), answered by the embedded model
 (`build_lm`, `local/smollm2`, one thread, `max_tokens` 128, the default temperature unless
 `--temperature`) with the system prompt the harness builds from one skill, for each variant:
 
-- seed:    benchmarks/data-demo/seed/acme-support (the deficient seed: hours and refunds only);
-- fixed:   benchmarks/data-demo/fixed/acme-support (the seed + "Acme's support email is
+- seed:    examples/acme-support/skills/acme-support (the deficient seed: hours and refunds only);
+- fixed:   examples/acme-support/fixed/acme-support (the seed + "Acme's support email is
            help@acme.example." and "Acme's phone number is 555-0100." as its last lines, where an
            optimizer's `add` at the end puts them);
 - first:   the same two lines first in the body;
@@ -61,7 +61,7 @@ from moscopt.lm.base import Message
 from moscopt.optimizer.editadam import EditAdam
 from moscopt.run.state import OptimizerState
 
-DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data-demo"
+DATA = Path(__file__).resolve().parents[1] / "examples" / "acme-support"
 FACTS = ["Acme's support email is help@acme.example.", "Acme's phone number is 555-0100."]
 ONE_LINE = "Contact Acme support at help@acme.example or call 555-0100."
 PLAIN = "Always give the support email help@acme.example and the phone number 555-0100."
@@ -104,7 +104,7 @@ def check(c: dict[str, Any], text: str) -> bool:
 
 
 def skill_variant(name: str) -> Skill:
-    seed = Skill.load(DATA / "seed" / "acme-support" / "SKILL.md")
+    seed = Skill.load(DATA / "skills" / "acme-support" / "SKILL.md")
     lines = seed.body.strip().splitlines()
     if name == "seed":
         return seed
