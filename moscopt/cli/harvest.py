@@ -95,6 +95,8 @@ def harvest_cmd(
         f"{counts['val']} val -> {output}; {counts['test']} test -> {held}"
         + (f"; {calls} model call(s)" if calls else "")
     )
+    if sum(counts.values()) and not counts["test"]:
+        typer.echo("  too few tasks to hold any out: train without --held-out")
     for said, n in mined.recurring[:5]:
         typer.echo(f"  recurring correction ({n} sessions): {said}")
     if mined.contradictory:

@@ -176,7 +176,7 @@ record = st.fixed_dictionaries(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     source=st.sampled_from(sorted(READERS)),

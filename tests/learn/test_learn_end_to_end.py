@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from moscopt.cli import app
 from moscopt.testing import FakeServer
-from moscopt.testing.learn_world import REQUESTS, RULE, responder, write_sessions
+from moscopt.testing.learn_world import RULE, responder, write_sessions
 from moscopt.testing.scripted import write_project
 
 runner = CliRunner()
@@ -27,8 +27,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> 
 
 
 def test_harvest_train_adopt_the_repeated_correction(project: Path) -> None:
-    n = write_sessions(project / "sessions.jsonl", ["no — always put the risks first"] * 999)
-    assert n == len(REQUESTS)
+    n = write_sessions(project / "sessions.jsonl", ["no — always put the risks first"] * 60)
     mined = runner.invoke(
         app, ["harvest", "--source", "jsonl", "--path", "sessions.jsonl", "-o", "tasks.jsonl"]
     )
