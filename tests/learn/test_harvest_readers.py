@@ -73,6 +73,14 @@ def test_default_folders_follow_the_clis_homes(
     shutil.copytree(sessions_dir / "codex", tmp_path / "codex-home" / "sessions")
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
     assert harvest("codex", project=PROJECT).counts.sessions == 3
+    shutil.copytree(sessions_dir / "claude-code", tmp_path / "claude" / "projects")
+    shutil.copytree(  # another project's folder is not even read
+        sessions_dir / "claude-code" / "-home-user-project",
+        tmp_path / "claude" / "projects" / "-srv-other",
+    )
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    got = harvest("claude-code", project=PROJECT)
+    assert got.counts.sessions == 3 and got.counts.files == 3
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "nothing-here"))
     assert harvest("claude-code", project=PROJECT).counts.sessions == 0  # never used: no error
 
