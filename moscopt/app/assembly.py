@@ -135,7 +135,10 @@ def starting_pool(skills_dir: Path, config: Config) -> tuple[Pool, list[str]]:
         seeds = Pool.load(seed_skills_dir(), require_gate=True)
         pool = Pool(skills=pool.skills, gate=seeds.gate)
         notes.append(f"{skills_dir} has no gate/SKILL.md: using the seed library's gate")
-    return pool, notes
+    from moscopt.planning.gate_cost import gate_cost_note
+
+    gate_note = gate_cost_note(config, pool)
+    return pool, notes + ([gate_note] if gate_note else [])
 
 
 def pool_warnings(n: int, config: Config) -> list[str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from moscopt.config import Config
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
 from moscopt.routing.build import gate_stats, make_router
+from moscopt.run.eval_files import new_results_path
 from moscopt.run.fsio import atomic_write_text
 
 if TYPE_CHECKING:
@@ -65,11 +65,6 @@ class TrainOutcome:
     certificate: CertificateEvent | None = None  # final vs seed pool on held-out tasks
 
 
-def default_run_path(config: Config, root: Path, benchmark: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return root / config.runs_dir / f"{benchmark}-{stamp}"
-
-
 def train(
     *,
     config: Config,
@@ -91,19 +86,21 @@ def train(
 
         preload_router(config.llm)
     bench, splits, spec = training_benchmark(config, benchmark, tasks, held_out)
-    path = run_path or default_run_path(config, project_root, bench.name)
-    if spec is not None:  # the run names its task files by the spec it keeps in its folder
-        bench.spec_path = (path / TASKS_SPEC).resolve()
-    ref = benchmark_ref(bench)
     pool, messages = starting_pool(skills_dir, config)
     for m in messages:
         if notes:
             notes(m)
-    config = config.model_copy(update={"benchmark": ref})
     if config.data.path is not None:  # the frozen config must work from any directory
         data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
         config = config.model_copy(update={"data": data})
     check_models(config)
+    from moscopt.run.rundir import new_run_path
+
+    path = run_path or new_run_path(project_root / config.runs_dir, bench.name)
+    if spec is not None:  # the run names its task files by the spec it keeps in its folder
+        bench.spec_path = (path / TASKS_SPEC).resolve()
+    ref = benchmark_ref(bench)
+    config = config.model_copy(update={"benchmark": ref})
     run = create_run(path, config, pool, ref, splits)
     if spec is not None:
         from moscopt.core import yamlio
@@ -296,7 +293,7 @@ def evaluate(
     table, no gate call), `distilled` (the single distilled skill, no gate call) or `router` (a
     router export's familiarity router, no gate call). `static`, `distilled` and `router` read
     `export_path`, else the run's `exports/<mode>/`. An existing `out` is overwritten only
-    with `force` (the default file, in the run or here, always is)."""
+    with `force`; without `out`, the results go to a new file (`run.eval_files`)."""
     from moscopt.agent.evaluate import evaluate as run_eval
     from moscopt.lm.batch import can_wait, wave_concurrency
 
@@ -367,9 +364,9 @@ def evaluate(
         stats = gate_stats(config, state)
     if out is not None and out.exists() and not force:
         raise UserError("exists: pass --force to overwrite it", path=out)
-    if out is None:
-        name = f"eval-{bench.name}-{split}-{mode}.jsonl"
-        out = (run.exports_dir / name) if run is not None else Path(name)
+    if out is None:  # never an earlier evaluation's file: the next free name
+        folder = run.exports_dir if run is not None else Path()
+        out = new_results_path(folder, bench.name, split, mode)
     with open_lms(config, run, roles=("agent",), bench=bench) as lms:
         router = make_router(config, pool, lms.agent, stats=stats, table=table)
         if deployment is not None and deployment.router is not None:

@@ -47,7 +47,13 @@ def eval_cmd(
     repeats: str = typer.Option(
         "1", "--repeats", help="Repeat N times, or 'auto' (3..50 until the CI is narrow)."
     ),
-    out: Path | None = typer.Option(None, "--out", help="Per-task results (JSONL)."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Per-task results (JSONL). Default: eval-<benchmark>-<split>-<mode>.jsonl in the "
+        "run's exports/ (with --run) or here, or the next free ...-2.jsonl, -3, ...: never an "
+        "earlier evaluation's file.",
+    ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
 ) -> None:
     """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
@@ -122,7 +128,10 @@ def eval_cmd(
         f"  cost ${summary['cost']:.4f}  errors {summary['errors']}  gate fallbacks "
         f"{summary['gate_fallbacks']}"
     )
-    typer.echo(f"per-task results: {outcome.out}")
+    kept = ""
+    if out is None and outcome.out.stem.rsplit("-", 1)[-1].isdigit():
+        kept = " (a new name: the results of an earlier evaluation keep theirs)"
+    typer.echo(f"per-task results: {outcome.out}{kept}")
     _exit_if_errored(summary)
 
 

@@ -47,6 +47,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "held-out ones for the certificate, and stage the result in the run's skills/ for "
         "`moscopt adopt`; a budget is required.",
     ),
+    "install-agent": (
+        "install_agent",
+        "Install moscopt into Claude Code (skill, slash commands, MCP server in .mcp.json) or "
+        "Codex (skill and [mcp_servers.moscopt]); idempotent, says what it wrote.",
+    ),
     "log": ("log", "History of edits with before/after scores and reasons."),
     "diff": (
         "diff",
@@ -59,12 +64,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Export a run for deployment: mixture (skills + gate), static (a routing table, no gate "
         "call), topq (the paper's static mode: the K skills of highest Q for every task), "
         "distilled (one SKILL.md merging the top skills, validated), router (the mixture and "
-        "the familiarity router's heads: no gate call) or agents (for Agent Skills agents: the "
-        "routing in the descriptions and a skill-router skill).",
+        "the familiarity router's heads: no gate call), agents (for Agent Skills agents: the "
+        "routing in the descriptions and a skill-router skill) or plugin (the agents export as "
+        "a Claude Code plugin, with the certificate in its README).",
     ),
     "init": (
         "init",
         "Scaffold a project: moscopt.yaml, skills/ (the seed library, gate included), .gitignore.",
+    ),
+    "mcp": (
+        "mcp",
+        "Serve moscopt as a Model Context Protocol server over stdio: plan, train (in the "
+        "background, with a budget), status, log, diff, eval, export and route as tools.",
     ),
     "plan": (
         "plan",

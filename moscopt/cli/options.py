@@ -126,15 +126,22 @@ def parse_settings(items: list[str]) -> dict[str, Any]:
     """`key=value` pairs; each value is read as YAML (`3`, `true`, `[a, b]`, `null`)."""
     import yaml
 
+    from moscopt.core import yamlio
+
     out: dict[str, Any] = {}
     for item in items:
         key, eq, raw = item.partition("=")
         if not eq or not key.strip():
             raise UserError(f"--set {item!r}: write it as key=value", field="set")
         try:
-            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError:
-            raise UserError(f"--set {item!r}: the value is not valid YAML", field="set") from None
+            out[key.strip()] = yamlio.load(raw) if raw.strip() else None
+        except yaml.YAMLError as e:
+            shown = item if len(item) <= 80 else item[:77] + "..."
+            problem = getattr(e, "problem", None)
+            problem = f" ({problem})" if problem else ""
+            raise UserError(
+                f"--set {shown!r}: the value is not valid YAML{problem}", field="set"
+            ) from None
     return out
 
 

@@ -31,12 +31,14 @@ import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.errors import UserError
 from moscopt.exports.deployment import Deployment, open_export, open_run_export
 from moscopt.exports.manifest import MANIFEST_FILE, MODES, Manifest, Provenance
+from moscopt.exports.reference import check_with_reference
 from moscopt.exports.target import check_target, skill_paths, write_tree
 
 if TYPE_CHECKING:
@@ -89,7 +91,7 @@ def export_run(
 
     if mode not in MODES:
         raise UserError(
-            f"unknown mode '{mode}' (mixture, static, topq, distilled, router or agents)",
+            f"unknown mode '{mode}' (mixture, static, topq, distilled, router, agents or plugin)",
             field="mode",
         )
     run = RunDir.open(run_path)
@@ -149,6 +151,13 @@ def export_run(
         members, files["ROUTING.md"], manifest.agents = agents_export(
             run, config, state, pool, k, resolved
         )
+    elif mode == "plugin":  # the agents export as a Claude Code plugin
+        from moscopt.exports.plugin import plugin_export
+
+        members, more, manifest.agents, manifest.plugin = plugin_export(
+            run, config, state, pool, k, resolved
+        )
+        files.update(more)
     else:
         skill, manifest.distilled = _distilled(
             run, config, state, pool, k, top or k, resolved, lms, progress
@@ -156,7 +165,13 @@ def export_run(
         members = [skill]
     manifest.skills = sorted(s.name for s in members)
     files[MANIFEST_FILE] = manifest.dumps()
-    write_tree(target, files, force=force, skills=members)
+    write_tree(
+        target,
+        files,
+        force=force,
+        skills=members,
+        check=partial(check_with_reference, shown=target),
+    )
     return ExportResult(mode, target, manifest, sorted([*files, *skill_paths(members)]))
 
 
@@ -193,6 +208,7 @@ def _distilled(
     from moscopt.agent.evaluate import run_tasks
     from moscopt.app.assembly import make_agent, open_lms, resolve_benchmark
     from moscopt.core.skills import Pool
+    from moscopt.core.stats import few_tasks_note
     from moscopt.exports.distill import distill, top_skills
     from moscopt.routing.gate import FixedSkills
 
@@ -226,4 +242,5 @@ def _distilled(
         "validation_score": score,
         "validation_tasks": len(val),
         "mixture_validation_score": state.cursor.best_val,
+        "note": few_tasks_note(len(val)),
     }

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,10 +51,17 @@ def skill_paths(skills: Sequence[Skill]) -> list[str]:
 
 
 def write_tree(
-    out: Path, files: Mapping[str, str], *, force: bool, skills: Sequence[Skill] = ()
+    out: Path,
+    files: Mapping[str, str],
+    *,
+    force: bool,
+    skills: Sequence[Skill] = (),
+    check: Callable[[Path], None] | None = None,
 ) -> None:
     """Make `out` hold exactly `files` (relative path -> text) and `skills` as whole folders
-    (`skills/<name>/`: SKILL.md and every other file of the folder, with its mode)."""
+    (`skills/<name>/`: SKILL.md and every other file of the folder, with its mode). `check`
+    sees the written folder before it replaces anything; what it raises leaves `out` as it
+    was."""
     check_target(out, force=force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tag = f"{os.getpid()}"
@@ -67,6 +74,8 @@ def write_tree(
             atomic_write_text(staging / rel, files[rel], shared=True)  # modes: the umask's
         for skill in skills:
             skill.dump(staging / "skills" / skill.name)
+        if check is not None:
+            check(staging)
         if out.exists():
             os.replace(out, retired)
         os.replace(staging, out)

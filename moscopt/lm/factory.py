@@ -131,6 +131,11 @@ def check_model(
     if api_base is not None:
         check_api_base(api_base, field="api_base")
     provider, slash, name = model.partition("/")
+    if model == "mcp/client":  # the MCP client's model: only while `moscopt mcp` serves one
+        from moscopt.lm.mcp_client import check_sampler
+
+        check_sampler()
+        return
     if provider == LOCAL_PROVIDER and slash:
         if name != "smollm2":
             raise LMSetupError(

@@ -177,6 +177,7 @@ def shape_of(
         concurrency=config.llm.concurrency,
         external_agent=bool(config.agent.command),
         aggregate_calls=1 if halting.enabled and halting.aggregator == "llm" else 0,
+        judge_calls=int(bench.needs_judge_model(splits["all"])),
         overlap=opt.overlap,
         certificate=config.training.certificate_samples * held_out_tasks(config, splits),
     )

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from moscopt.core.skills import Pool
     from moscopt.run.ledger import LLMCall
 
-ROLLOUT_PURPOSES = ("agent", "gate", "aggregate")  # a rollout's calls; the others optimize
+# a rollout's calls (the rubric judge's included); the others optimize
+ROLLOUT_PURPOSES = ("agent", "gate", "aggregate", "judge")
 
 
 @dataclass(frozen=True)

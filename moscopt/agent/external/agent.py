@@ -29,6 +29,7 @@ from moscopt.agent.external.process import ProcessResult, run_process
 from moscopt.agent.external.workspace import materialise, workdir
 from moscopt.agent.harness import Rollout
 from moscopt.agent.skill_agent import SkillAgent
+from moscopt.core import jsonio
 from moscopt.lm.redact import redact
 from moscopt.lm.wire import model_text
 from moscopt.run.fsio import canonical_json
@@ -119,7 +120,7 @@ class ExternalAgent(SkillAgent):
             hit = cache.get(key)
             if hit is not None:
                 try:
-                    cached: dict[str, Any] = json.loads(hit.text)
+                    cached: dict[str, Any] = jsonio.loads(hit.text)
                     return cached
                 except ValueError:
                     pass  # unreadable entry: run again and overwrite it
