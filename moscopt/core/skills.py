@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -102,9 +103,9 @@ class Skill(BaseModel):
     def _check_name(cls, v: str) -> str:
         if not is_valid_name(v):
             raise ValueError(
-                f"must be a lowercase-hyphen slug of at most {NAME_MAX} characters "
-                "(a-z, 0-9, single hyphens between words), not a name Windows reserves "
-                "(con, prn, aux, nul, com0-9, lpt0-9)"
+                f"must be a lowercase-hyphen name of at most {NAME_MAX} characters "
+                "(lowercase letters of any script, digits, single hyphens between words), not a "
+                "name Windows reserves (con, prn, aux, nul, com0-9, lpt0-9)"
             )
         return v
 
@@ -335,7 +336,7 @@ class Pool(BaseModel):
             if not file.is_file():
                 continue
             skill = Skill.load(file)
-            if skill.name != folder.name:
+            if skill.name != unicodedata.normalize("NFKC", folder.name):  # macOS writes NFD
                 raise UserError(
                     f"name '{skill.name}' does not match its folder name '{folder.name}'",
                     path=file,

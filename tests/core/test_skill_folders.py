@@ -162,3 +162,20 @@ def test_what_loads_dumps_to_what_loads_the_same(
     loaded = Skill.loads(skill.dumps())
     assert loaded.front_matter() == skill.front_matter()
     assert loaded.dumps() == skill.dumps()
+
+
+@pytest.mark.parametrize("name", ["café-helper", "résumé", "数据-分析", "a1-b2"])
+def test_names_the_reference_validator_accepts(name: str) -> None:
+    assert Skill(name=name, description="d").name == name
+
+
+@pytest.mark.parametrize("name", ["Café", "a--b", "-a", "a-", "a_b", "con", "cafe\u0301", ""])
+def test_names_it_refuses(name: str) -> None:
+    with pytest.raises(ValueError):
+        Skill(name=name, description="d")
+
+
+def test_a_unicode_name_round_trips_through_its_folder(tmp_path: Path) -> None:
+    skill = Skill(name="café-helper", description="d", body="x")
+    Pool(skills=(skill,)).dump(tmp_path)
+    assert Pool.load(tmp_path).get("café-helper") == skill

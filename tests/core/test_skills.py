@@ -115,7 +115,7 @@ def test_name_must_match_folder(tmp_path: Path) -> None:
 
 def test_bad_name_and_non_utf8(tmp_path: Path) -> None:
     _write(tmp_path, "Bad_Name", "---\nname: Bad_Name\ndescription: d\n---\n")
-    with pytest.raises(UserError, match="lowercase-hyphen slug"):
+    with pytest.raises(UserError, match="lowercase-hyphen name"):
         Pool.load(tmp_path)
     shutil.rmtree(tmp_path / "Bad_Name")
     path = _write(tmp_path, "a", b"---\nname: a\ndescription: caf\xe9\n---\n")
