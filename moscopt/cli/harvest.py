@@ -91,10 +91,17 @@ def harvest_cmd(
         return
     typer.echo(f"harvest: {got.counts.summary()}")
     typer.echo(
-        f"mined ({miner}): {sum(counts.values())} task(s): {counts['train']} train, "
-        f"{counts['val']} val -> {output}; {counts['test']} test -> {held}"
+        f"mined ({miner}): {sum(counts.values())} task(s): "
+        + (
+            f"{counts['unsplit']} (too few to split: train splits them) -> {output}"
+            if counts["unsplit"]
+            else f"{counts['train']} train, {counts['val']} val -> {output}; "
+            f"{counts['test']} test -> {held}"
+        )
         + (f"; {calls} model call(s)" if calls else "")
     )
+    if sum(counts.values()) and not counts["test"]:
+        typer.echo(f"  no task held out: train without --held-out ({held} is empty)")
     for said, n in mined.recurring[:5]:
         typer.echo(f"  recurring correction ({n} sessions): {said}")
     if mined.contradictory:

@@ -59,8 +59,8 @@ def learn_cmd(
     out.parent.mkdir(parents=True, exist_ok=True)
     counts = write_tasks(mined.tasks, out)
     typer.echo(f"harvest: {got.counts.summary()}; mined {sum(counts.values())} task(s): {counts}")
-    if not counts["train"] or not counts["val"]:
-        typer.echo("nothing to learn: training needs mined train and val tasks; nothing staged")
+    if sum(counts.values()) < 2:
+        typer.echo("nothing to learn: training needs two mined tasks or more; nothing staged")
         return
     held = out.with_name("tasks.heldout.jsonl")
     train = [sys.executable, "-m", "moscopt", "train", "--tasks", str(out)]

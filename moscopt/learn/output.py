@@ -2,7 +2,8 @@
 
 Each task's split comes from a hash of its id (stable from one harvest to the next, so that a
 task held out last night is not trained on tonight): about 20% `test`, 20% `val`, the rest
-`train`; with 3 tasks or more, at least one of each (with fewer, all `train`). The `test`
+`train`; with 3 tasks or more, at least one of each (with fewer, no `split` is written:
+`moscopt train --tasks` then splits them itself, one of two for validation). The `test`
 tasks are written apart, to the held-out file (default: `<output stem>.heldout.jsonl`), for
 `--held-out`; the main file holds `train` and `val`. Both are plain JSONL, one task a line,
 for the user to read, edit and approve before anything is sent to a provider.
@@ -26,11 +27,12 @@ def _unit(task_id: str) -> float:
     return int(hashlib.sha256(task_id.encode()).hexdigest()[:12], 16) / 16**12
 
 
-def splits(ids: list[str]) -> dict[str, str]:
-    """task id -> "train" | "val" | "test"; see the module docstring."""
-    out: dict[str, str] = {}
+def splits(ids: list[str]) -> dict[str, str | None]:
+    """task id -> "train" | "val" | "test" (None: left to the trainer); see the module
+    docstring."""
+    out: dict[str, str | None] = {}
     if len(ids) < 3:  # too few to hold any out
-        return dict.fromkeys(ids, "train")
+        return dict.fromkeys(ids)
     for i in ids:
         u = _unit(i)
         out[i] = "test" if u < TEST_SHARE else "val" if u < TEST_SHARE + VAL_SHARE else "train"
@@ -42,11 +44,12 @@ def splits(ids: list[str]) -> dict[str, str]:
     return out
 
 
-def record(task: MinedTask, split: str) -> dict[str, Any]:
+def record(task: MinedTask, split: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {"task_id": task.task_id, "task": task.task}
     if task.context:
         out["context"] = task.context
-    out["split"] = split
+    if split is not None:
+        out["split"] = split
     out["judge"] = task.judge
     out.update(task.meta)
     return out
@@ -67,10 +70,10 @@ def write_tasks(
     check_output_path(held_out, replaced=True)
     split = splits([t.task_id for t in tasks])
     lines: dict[str, list[str]] = {"main": [], "test": []}
-    counts = {"train": 0, "val": 0, "test": 0}
+    counts = {"train": 0, "val": 0, "test": 0, "unsplit": 0}
     for t in tasks:
         s = split[t.task_id]
-        counts[s] += 1
+        counts[s or "unsplit"] += 1
         line = json.dumps(record(t, s), ensure_ascii=False, sort_keys=False)
         lines["test" if s == "test" else "main"].append(line)
     atomic_write_text(output, "".join(x + "\n" for x in lines["main"]))

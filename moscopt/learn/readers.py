@@ -4,8 +4,9 @@ Claude Code (`~/.claude/projects/<project-slug>/<session-id>.jsonl`): one record
 with `type` ("user", "assistant", "summary", "system", ...), `sessionId`, `cwd`, `timestamp`,
 `version` (the CLI's, major 1 or 2) and, for messages, `message.content`: a string or a list of
 blocks (`text`, `tool_use`, `tool_result`, `thinking`, `image`). Only the text blocks of
-user and assistant records are kept; tool results, subagent (`isSidechain`) and meta
-(`isMeta`) records, slash-command echoes and `<system-reminder>` inserts are left out.
+user and assistant records are kept; tool results, subagent (`isSidechain`), meta (`isMeta`)
+and compaction-summary (`isCompactSummary`) records, slash-command echoes and
+`<system-reminder>` inserts are left out.
 
 Codex (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): `{"timestamp", "type", "payload"}`
 lines; the first is `session_meta` (`id`, `cwd`, `cli_version`); the user's messages are the
@@ -144,8 +145,8 @@ def read_claude_code(path: Path, counts: HarvestCounts) -> list[Session]:
         version=version,
     )
     for r in messages:
-        if r.get("isSidechain") or r.get("isMeta"):
-            continue
+        if any(r.get(k) for k in ("isSidechain", "isMeta", "isCompactSummary")):
+            continue  # a subagent's, the CLI's own, or a summary of the conversation so far
         kinds = ("text",)
         content = r["message"].get("content")
         if r["type"] == "assistant" and isinstance(content, str):

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from moscopt.cli import app
 from moscopt.testing import FakeServer
-from moscopt.testing.learn_world import REQUESTS, RULE, responder, write_sessions
+from moscopt.testing.learn_world import RULE, responder, write_sessions
 from moscopt.testing.scripted import write_project
 
 runner = CliRunner()
@@ -27,8 +27,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> 
 
 
 def test_harvest_train_adopt_the_repeated_correction(project: Path) -> None:
-    n = write_sessions(project / "sessions.jsonl", ["no — always put the risks first"] * 999)
-    assert n == len(REQUESTS)
+    n = write_sessions(project / "sessions.jsonl", ["no — always put the risks first"] * 60)
     mined = runner.invoke(
         app, ["harvest", "--source", "jsonl", "--path", "sessions.jsonl", "-o", "tasks.jsonl"]
     )
@@ -72,3 +71,30 @@ def test_contradicting_corrections_stage_nothing(project: Path) -> None:
     assert learned.exit_code == 0, learned.output
     assert "mined 0 task(s)" in learned.output and "nothing staged" in learned.output
     assert not Path("runs").exists()
+
+
+def test_harvest_train_adopt_on_the_committed_real_transcripts(
+    project: Path, sessions_dir: Path
+) -> None:
+    mined = runner.invoke(
+        app,
+        ["harvest", "--source", "codex", "--path", str(sessions_dir / "codex"),
+         "--project", "/home/user/project", "-o", "tasks.jsonl"],
+    )  # fmt: skip
+    assert mined.exit_code == 0, mined.output
+    assert "2 task(s): 2 (too few to split: train splits them)" in mined.output
+    with FakeServer(responder=responder) as server:
+        trained = runner.invoke(
+            app,
+            ["train", "--tasks", "tasks.jsonl", "--model", "openai/scripted", "--api-base",
+             server.url, "--n", "3", "--k", "2", "--epochs", "1", "--steps-per-epoch", "1",
+             "--run", "runs/r1", "--no-evolution", "--max-calls", "300"],
+        )  # fmt: skip
+        assert trained.exit_code == 0, trained.output
+    adopted = runner.invoke(app, ["adopt", "--run", "runs/r1", "--to", ".claude/skills"])
+    assert adopted.exit_code == 0, adopted.output
+    assert sorted(p.name for p in Path(".claude/skills").iterdir()) == [
+        "careful-computation",
+        "cautious-planner",
+        "detail-verifier",
+    ]
