@@ -20,6 +20,7 @@ def start_training(args: Args, flags: dict[str, Any], *, resume: bool) -> dict[s
     from moscopt.app import background
 
     run = args.path("run")
+    notes: list[str] = []  # the starting pool's warnings (K/N), told before the run exists
     if resume:
         if run is None:
             raise UserError("resume needs run (the run directory to continue)", field="run")
@@ -35,7 +36,6 @@ def start_training(args: Args, flags: dict[str, Any], *, resume: bool) -> dict[s
 
         project = open_project(args.path("config"), flags)
         _check_budget(project.config)
-        notes: list[str] = []
         path = background.start(
             config=project.config,
             skills_dir=project.skills_dir,
@@ -48,6 +48,7 @@ def start_training(args: Args, flags: dict[str, Any], *, resume: bool) -> dict[s
         "run": str(path),
         "status": "running",
         "resumed": resume,
+        "notes": notes,
         "next": "status with run (wait_seconds to follow it); moscopt status --run in a terminal",
     }
 

@@ -131,3 +131,27 @@ def test_a_run_stopped_by_its_budget_is_seen_by_the_terminal_and_resumed(
     )
     assert resumed["status"] == "done" and resumed["certificate"] is not None
     assert resumed["totals"]["calls"] > 12
+
+
+def test_a_run_whose_server_ends_is_interrupted_and_the_terminal_resumes_it(
+    project: Path,
+) -> None:
+    from mcp_env import server_params
+    from typer.testing import CliRunner
+
+    from moscopt.cli import app
+    from moscopt.testing import FakeServer
+    from moscopt.testing.scripted import server_responder
+
+    with FakeServer(responder=server_responder, latency=0.2) as slow:
+        s = Session(server_params(project), slow.url)
+        try:
+            args = {**scripted_train_args(slow.url), "run": "runs/i", "max_calls": 400}
+            started = s.tool("train", args)
+        finally:
+            s.close()  # the client ends the server while the run goes on
+        run = RunDir.open(Path(started["run"]))
+        assert run.condition() == "interrupted"
+        resumed = CliRunner().invoke(app, ["train", "--resume", "--run", "runs/i"])
+        assert resumed.exit_code == 0, resumed.output
+        assert run.load_state().status == "done"
