@@ -113,6 +113,8 @@ async def watch(ctx: Context, path: Path, seconds: float | None) -> CallToolResu
             total = e.get("planned_calls")
             await ctx.report_progress(e.get("calls", 0), total, progress_line(e))
         await asyncio.to_thread(t.finished.wait, POLL)
+    if t is None:  # a run another process (a terminal) trains: from its saved state
+        await _watch_disk(ctx, path, deadline)
     args = Args({"run": str(path)})
     try:
         data = await asyncio.to_thread(run_status, args, project=False)
@@ -121,6 +123,22 @@ async def watch(ctx: Context, path: Path, seconds: float | None) -> CallToolResu
     if t is not None and t.finished.is_set():
         await ctx.report_progress(data.get("totals", {}).get("calls", 0), None, "finished")
     return tool_result(data)
+
+
+async def _watch_disk(ctx: Context, path: Path, deadline: float | None) -> None:
+    """Follow a run this process does not train, by its saved state, while it is running."""
+    from moscopt.run.rundir import RunDir
+
+    loop, run, last = asyncio.get_running_loop(), RunDir(path), -1
+    while deadline is None or loop.time() < deadline:
+        state = await asyncio.to_thread(run.load_state)
+        if await asyncio.to_thread(run.condition, state) != "running":
+            return
+        if state.totals.calls != last:
+            last = state.totals.calls
+            line = f"epoch {state.epoch + 1} step {state.step} {state.phase}: {last} calls saved"
+            await ctx.report_progress(last, None, line)
+        await asyncio.sleep(4 * POLL)
 
 
 def progress_line(e: dict[str, Any]) -> str:
