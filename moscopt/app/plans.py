@@ -21,9 +21,12 @@ def plan_run(
     propose: bool = True,
     latency: float | None = None,
     run: Path | None = None,
+    tasks: Path | None = None,
+    held_out: Path | None = None,
 ) -> tuple[Plan, list[str]]:
     """The plan of `moscopt train` with these flags, and its notes; with `run`, what resuming
-    that run may cost, from the epoch it is in."""
+    that run may cost, from the epoch it is in; `tasks`, `held_out`: a task file instead of a
+    benchmark (a run on task files resumes with the spec it keeps)."""
     from moscopt.planning import make_plan
 
     notes: list[str] = []
@@ -44,6 +47,8 @@ def plan_run(
         latency=latency,
         notes=notes,
         start_epoch=start,
+        tasks=tasks if run is None else None,
+        held_out=held_out if run is None else None,
     )
     return plan, notes
 

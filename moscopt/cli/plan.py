@@ -21,6 +21,8 @@ def show_plan(
     propose: bool = True,
     latency: float | None = None,
     run: Path | None = None,
+    tasks: Path | None = None,
+    held_out: Path | None = None,
 ) -> None:
     """Plan `moscopt train` with these options and print the plan (a table, or JSON); with
     `run`, what resuming that run may cost (`moscopt.app.plans.plan_run`)."""
@@ -31,7 +33,7 @@ def show_plan(
 
     plan, notes = plan_run(
         opts.config, flags, benchmark=benchmark, pilot=pilot, propose=propose, latency=latency,
-        run=run,
+        run=run, tasks=tasks, held_out=held_out,
     )  # fmt: skip
     if opts.json_out:
         typer.echo(json.dumps({**plan.to_json(), "notes": notes}, indent=2))
@@ -68,7 +70,8 @@ def plan_cmd(
             "evolution.enabled": False if no_evolution else None,
         }
     )
+    shape.check_tasks()
     show_plan(
         opts, flags, benchmark=shape.benchmark, pilot=not no_pilot, propose=not no_propose,
-        latency=latency,
+        latency=latency, tasks=shape.tasks, held_out=shape.held_out,
     )  # fmt: skip

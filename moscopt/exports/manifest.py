@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from moscopt.core import jsonio
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
 from moscopt.run.fsio import pretty_json, read_text
@@ -73,7 +74,7 @@ def load_manifest(folder: Path) -> Manifest:
         raise UserError(f"not a moscopt export (no {MANIFEST_FILE})", path=folder)
     text = read_text(path)
     try:
-        data = json.loads(text)
+        data = jsonio.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(f"not valid JSON: {e.msg}", path=path, line=e.lineno) from None
     if not isinstance(data, dict):

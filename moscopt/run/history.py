@@ -353,7 +353,7 @@ def skill_diff(
     that exists on one side only is diffed against nothing, with a note saying when it existed;
     a skill on neither side, an unknown skill or a step outside 0..state.step is a `UserError`.
     """
-    import difflib
+    from moscopt.run.edit_detail import unified
 
     if from_step is not None:
         history.check_step(from_step, "from")
@@ -384,14 +384,7 @@ def skill_diff(
         notes.append(f"'{name}' is not in the pool {at_old} ({history.lifespan(name)})")
     if new is None:
         notes.append(f"'{name}' is not in the pool {at_new} ({history.lifespan(name)})")
-    text = "".join(
-        difflib.unified_diff(
-            (old or "").splitlines(keepends=True),
-            (new or "").splitlines(keepends=True),
-            fromfile=f"a/{name}/SKILL.md ({old_label})" if old is not None else "/dev/null",
-            tofile=f"b/{name}/SKILL.md ({new_label})" if new is not None else "/dev/null",
-        )
-    )
+    text = unified(name, old, new, old_label, new_label)
     if not text:
         notes.append(f"no change to '{name}' between {old_label} and {new_label}")
     return SkillDiff(text, notes)
