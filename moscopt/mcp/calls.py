@@ -9,12 +9,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 
 from moscopt.errors import MoscoptError, UserError
+
+if TYPE_CHECKING:
+    from moscopt.cli.options import RunShape
 
 # seconds between two looks at a run a call waits for
 POLL = 0.5
@@ -43,7 +46,7 @@ class Args:
         them (`moscopt.cli.options.Shared.overrides`)."""
         from dataclasses import fields
 
-        from moscopt.cli.options import RunShape, Shared
+        from moscopt.cli.options import Shared
 
         given = {f.name: self.values[f.name] for f in fields(Shared) if f.name in self.values}
         for name in ("data", "config"):
@@ -51,8 +54,20 @@ class Args:
                 given[name] = Path(given[name])
         given["set"] = list(given.get("set") or [])
         given["no_cache"] = bool(given.get("no_cache"))
-        shape = RunShape(**{f.name: self.values.get(f.name) for f in fields(RunShape)})
-        return Shared(**given).overrides(**shape.config_keys(), **extra)
+        return Shared(**given).overrides(**self.shape().config_keys(), **extra)
+
+    def shape(self) -> RunShape:
+        """The benchmark (or task file) and the run's shape, checked as `train` checks them."""
+        from dataclasses import fields
+
+        from moscopt.cli.options import RunShape
+
+        values = {f.name: self.values.get(f.name) for f in fields(RunShape)}
+        for name in ("tasks", "held_out"):
+            values[name] = self.path(name)
+        shape = RunShape(**values)
+        shape.check_tasks()
+        return shape
 
 
 def message(e: BaseException) -> str:

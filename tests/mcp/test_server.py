@@ -17,7 +17,7 @@ from mcp_env import Session, scripted_train_args
 
 from moscopt.run.rundir import RunDir
 
-TOOLS = {"plan", "train", "status", "log", "diff", "eval", "export", "route"}
+TOOLS = {"plan", "train", "status", "log", "diff", "eval", "export", "route", "harvest", "adopt"}
 
 
 def test_lists_the_tools_named_and_argued_as_the_command_line(session: Session) -> None:
