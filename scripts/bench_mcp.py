@@ -114,7 +114,10 @@ def main() -> None:
         print(f"  the same in process  {ms(local)}")
         print(f"  ping over MCP        {ms(rounds['ping'])}")
         overhead = status - statistics.median(local)
-        print(f"  MCP overhead per status call: {1000 * overhead:.1f} ms (ping {1000 * ping:.1f})")
+        print(
+            f"  status over MCP minus in process: {1000 * overhead:.1f} ms (noisy under load; the "
+            f"protocol's own round trip, a ping: {1000 * ping:.1f} ms)"
+        )
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

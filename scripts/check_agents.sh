@@ -46,10 +46,10 @@ inspect() {  # inspect ARGS...: the Inspector's CLI against `moscopt mcp` in the
 }
 out="$(inspect --method tools/list 2>&1)"
 missing=""
-for tool in plan train status log diff eval export route; do
+for tool in plan train status log diff eval export route harvest adopt; do
     grep -q "\"name\": \"$tool\"" <<<"$out" || missing="$missing $tool"
 done
-if [ -z "$missing" ]; then pass "inspector: tools/list names plan train status log diff eval export route"
+if [ -z "$missing" ]; then pass "inspector: tools/list names plan train status log diff eval export route harvest adopt"
 else fail "inspector: tools/list lacks$missing: $(head -c 400 <<<"$out")"; fi
 
 out="$(inspect --method tools/call --tool-name status --tool-arg project=true 2>&1)"

@@ -117,6 +117,8 @@ def start(
     run_path: Path | None,
     project_root: Path,
     notes: Callable[[str], None] | None = None,
+    tasks: Path | None = None,
+    held_out: Path | None = None,
 ) -> Path:
     """Start a new run (`runner.train`) in a thread; its path once it exists."""
     from moscopt.app import runner
@@ -131,6 +133,8 @@ def start(
             progress=t.update,
             notes=notes,
             started=lambda p: _created(t, Path(p)),
+            tasks=tasks,
+            held_out=held_out,
         )
 
     return _launch(work)

@@ -28,37 +28,26 @@ def adopt_cmd(
     force: bool = typer.Option(False, "--force", help="Adopt even if the certificate says worse."),
     config: Path | None = typer.Option(None, "--config", help="Project config (moscopt.yaml)."),
 ) -> None:
-    from moscopt.app.project import find_config
-    from moscopt.learn import adopt as a
+    from moscopt.app.learning import adopt_run, undo_adoption
     from moscopt.run.fsio import strip_controls
 
-    found = Path(config) if config is not None else find_config()
-    root = found.resolve().parent if found is not None else Path.cwd()
-    target = to if to is not None else root / "skills"
-    backups = root / ".moscopt" / "adopt"
     if undo:
-        done = a.undo(backups, target)
+        done = undo_adoption(to, config)
         typer.echo(
-            f"undone: restored {len(done.replaced)} skill(s), removed {len(done.added)} "
-            f"in {done.to} (from {done.backup})"
+            f"undone: restored {len(done['restored'])} skill(s), removed {len(done['removed'])} "
+            f"in {done['to']} (from {done['backup']})"
         )
         return
-    from moscopt.run.history import open_run
-
-    rundir = open_run(run, config)
-    certificates = rundir.read_events(None, {"certificate"})
-    verdict = getattr(certificates[-1], "verdict", None) if certificates else None
-    a.check_verdict(verdict, force)
-    names = a.choose(a.run_skills(rundir.skills_dir), skill, target)
+    result = adopt_run(run, skill, to, force=force, config=config)
+    names = result["adopted"]
     if not names:
         typer.echo("nothing to adopt: the run has no skills")
         return
-    result = a.adopt(rundir.skills_dir, target, names, backups, run=str(rundir.path))
-    if result.diff:
-        typer.echo(strip_controls(result.diff), nl=False)
+    if result["diff"]:
+        typer.echo(strip_controls(result["diff"]), nl=False)
     typer.echo(
-        f"adopted {len(names)} skill(s) from {rundir.path} into {result.to} "
-        f"({len(result.replaced)} replaced, {len(result.added)} new; certificate: "
-        f"{verdict or 'none'}); backup: {result.backup}; undo: moscopt adopt --undo"
-        + (f" --to {to}" if to is not None else "")
+        f"adopted {len(names)} skill(s) from {result['run']} into {result['to']} "
+        f"({len(result['replaced'])} replaced, {len(result['added'])} new; certificate: "
+        f"{result['certificate'] or 'none'}); backup: {result['backup']}; undo: moscopt adopt "
+        "--undo" + (f" --to {to}" if to is not None else "")
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -53,43 +52,19 @@ def harvest_cmd(
 ) -> None:
     import json
 
-    from moscopt.learn.harvest import harvest, parse_since
-    from moscopt.learn.output import held_out_path, write_tasks
+    from moscopt.app.learning import harvest_tasks
 
-    if project is None and source != "jsonl":
-        project = Path.cwd()
-    scope = project.expanduser().resolve() if project is not None else None
-    got = harvest(source, path=path, project=scope, since=parse_since(since))
-    calls = 0
-    if opts.model or opts.optimizer_model:
-        mined, calls, miner = _mine_with_model(opts, got.sessions, min_occurrences)
-    else:
-        from moscopt.learn.mine import mine
-
-        mined, miner = mine(got.sessions, min_occurrences=min_occurrences), "deterministic"
-    held = held_out or held_out_path(output)
-    if held.expanduser().resolve() == output.expanduser().resolve():
-        from moscopt.errors import UserError
-
-        raise UserError("--held-out must name another file than -o", field="held-out")
-    counts = write_tasks(mined.tasks, output, held)
-    summary = {
-        "output": str(output),
-        "held_out": str(held),
-        "miner": miner,
-        "calls": calls,
-        "sessions": got.counts.sessions,
-        "files": got.counts.files,
-        "skipped": dict(got.counts.skipped),
-        "bad_lines": got.counts.bad_lines,
-        "tasks": counts,
-        "recurring_corrections": [{"said": s, "sessions": n} for s, n in mined.recurring],
-        "contradictory": mined.contradictory,
-    }
+    summary, counts_line = harvest_tasks(
+        source, output, project=project, since=since, path=path, held_out=held_out,
+        min_occurrences=min_occurrences, config_path=opts.config, flags=opts.overrides(),
+        use_model=bool(opts.model or opts.optimizer_model),
+    )  # fmt: skip
+    counts, calls, miner = summary["tasks"], summary["calls"], summary["miner"]
+    output, held = Path(summary["output"]), Path(summary["held_out"])
     if opts.json_out:
         typer.echo(json.dumps(summary, indent=2))
         return
-    typer.echo(f"harvest: {got.counts.summary()}")
+    typer.echo(f"harvest: {counts_line}")
     typer.echo(
         f"mined ({miner}): {sum(counts.values())} task(s): "
         + (
@@ -102,25 +77,12 @@ def harvest_cmd(
     )
     if sum(counts.values()) and not counts["test"]:
         typer.echo(f"  no task held out: train without --held-out ({held} is empty)")
-    for said, n in mined.recurring[:5]:
-        typer.echo(f"  recurring correction ({n} sessions): {said}")
-    if mined.contradictory:
-        typer.echo(f"  {mined.contradictory} request(s) left out: the corrections contradict")
+    for r in summary["recurring_corrections"][:5]:
+        typer.echo(f"  recurring correction ({r['sessions']} sessions): {r['said']}")
+    if summary["contradictory"]:
+        n = summary["contradictory"]
+        typer.echo(f"  {n} request(s) left out: the corrections contradict")
     typer.echo(
         "Read and edit the task files before training: nothing has been sent to a provider"
         + (" but the mining calls." if calls else ".")
     )
-
-
-def _mine_with_model(opts: o.Shared, sessions: list[Any], min_occurrences: int) -> Any:
-    from moscopt.app.project import open_project
-    from moscopt.learn.mine_llm import mine_with_model
-    from moscopt.lm import build_lm
-
-    config = open_project(opts.config, opts.overrides()).config
-    lm = build_lm(config, role="optimizer")
-    try:
-        mined, calls = mine_with_model(sessions, lm, min_occurrences=min_occurrences)
-    finally:
-        lm.close()
-    return mined, calls, f"model:{config.effective_optimizer_model}"

@@ -9,12 +9,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 
 from moscopt.errors import MoscoptError, UserError
+
+if TYPE_CHECKING:
+    from moscopt.cli.options import RunShape
 
 # seconds between two looks at a run a call waits for
 POLL = 0.5
@@ -43,7 +46,7 @@ class Args:
         them (`moscopt.cli.options.Shared.overrides`)."""
         from dataclasses import fields
 
-        from moscopt.cli.options import RunShape, Shared
+        from moscopt.cli.options import Shared
 
         given = {f.name: self.values[f.name] for f in fields(Shared) if f.name in self.values}
         for name in ("data", "config"):
@@ -51,8 +54,20 @@ class Args:
                 given[name] = Path(given[name])
         given["set"] = list(given.get("set") or [])
         given["no_cache"] = bool(given.get("no_cache"))
-        shape = RunShape(**{f.name: self.values.get(f.name) for f in fields(RunShape)})
-        return Shared(**given).overrides(**shape.config_keys(), **extra)
+        return Shared(**given).overrides(**self.shape().config_keys(), **extra)
+
+    def shape(self) -> RunShape:
+        """The benchmark (or task file) and the run's shape, checked as `train` checks them."""
+        from dataclasses import fields
+
+        from moscopt.cli.options import RunShape
+
+        values = {f.name: self.values.get(f.name) for f in fields(RunShape)}
+        for name in ("tasks", "held_out"):
+            values[name] = self.path(name)
+        shape = RunShape(**values)
+        shape.check_tasks()
+        return shape
 
 
 def message(e: BaseException) -> str:
@@ -113,6 +128,8 @@ async def watch(ctx: Context, path: Path, seconds: float | None) -> CallToolResu
             total = e.get("planned_calls")
             await ctx.report_progress(e.get("calls", 0), total, progress_line(e))
         await asyncio.to_thread(t.finished.wait, POLL)
+    if t is None:  # a run another process (a terminal) trains: from its saved state
+        await _watch_disk(ctx, path, deadline)
     args = Args({"run": str(path)})
     try:
         data = await asyncio.to_thread(run_status, args, project=False)
@@ -121,6 +138,22 @@ async def watch(ctx: Context, path: Path, seconds: float | None) -> CallToolResu
     if t is not None and t.finished.is_set():
         await ctx.report_progress(data.get("totals", {}).get("calls", 0), None, "finished")
     return tool_result(data)
+
+
+async def _watch_disk(ctx: Context, path: Path, deadline: float | None) -> None:
+    """Follow a run this process does not train, by its saved state, while it is running."""
+    from moscopt.run.rundir import RunDir
+
+    loop, run, last = asyncio.get_running_loop(), RunDir(path), -1
+    while deadline is None or loop.time() < deadline:
+        state = await asyncio.to_thread(run.load_state)
+        if await asyncio.to_thread(run.condition, state) != "running":
+            return
+        if state.totals.calls != last:
+            last = state.totals.calls
+            line = f"epoch {state.epoch + 1} step {state.step} {state.phase}: {last} calls saved"
+            await ctx.report_progress(last, None, line)
+        await asyncio.sleep(4 * POLL)
 
 
 def progress_line(e: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ def start_training(args: Args, flags: dict[str, Any], *, resume: bool) -> dict[s
     from moscopt.app import background
 
     run = args.path("run")
+    notes: list[str] = []  # the starting pool's warnings (K/N), told before the run exists
     if resume:
         if run is None:
             raise UserError("resume needs run (the run directory to continue)", field="run")
@@ -33,21 +34,24 @@ def start_training(args: Args, flags: dict[str, Any], *, resume: bool) -> dict[s
     else:
         from moscopt.app.project import open_project
 
+        shape = args.shape()
         project = open_project(args.path("config"), flags)
         _check_budget(project.config)
-        notes: list[str] = []
         path = background.start(
             config=project.config,
             skills_dir=project.skills_dir,
-            benchmark=args.get("benchmark"),
+            benchmark=shape.benchmark,
             run_path=run,
             project_root=project.root,
             notes=notes.append,
+            tasks=shape.tasks,
+            held_out=shape.held_out,
         )
     return {
         "run": str(path),
         "status": "running",
         "resumed": resume,
+        "notes": notes,
         "next": "status with run (wait_seconds to follow it); moscopt status --run in a terminal",
     }
 
@@ -107,12 +111,20 @@ def evaluate(
     flags: dict[str, Any],
     *,
     benchmark: str | None,
-    split: str,
+    split: str | None,
     mode: str | None,
     repeats: str,
 ) -> dict[str, Any]:
-    """`moscopt eval` as data: the run's config (or the project's) and the mode it implies."""
+    """`moscopt eval` as data: the run's config (or the project's) and the mode it implies;
+    a task file (`tasks`) instead of a benchmark is evaluated whole unless `split` says."""
     from moscopt.app import runner
+
+    tasks = args.path("tasks")
+    if tasks is not None:
+        if benchmark is not None:
+            raise UserError("give either benchmark or tasks, not both", field="tasks")
+        benchmark = str(tasks.resolve())
+    split = split or ("all" if tasks is not None else "test")
 
     run, skills, export = args.path("run"), args.path("skills"), args.path("export")
     if run is not None:

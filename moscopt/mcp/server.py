@@ -16,6 +16,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
 from moscopt.mcp.calls import Args, blocking, tool_result, watch
+from moscopt.mcp.learn_tools import register as register_learning
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,9 +46,12 @@ def tool(name: str | None = None) -> Callable[[F], F]:
 async def plan(
     ctx: Context,
     benchmark: str | None = None,
+    tasks: str | None = None,
+    held_out: str | None = None,
     data: str | None = None,
     model: str | None = None,
     optimizer_model: str | None = None,
+    judge_model: str | None = None,
     api_base: str | None = None,
     config: str | None = None,
     seed: int | None = None,
@@ -80,9 +84,10 @@ async def plan(
                 "evolution.enabled": False if no_evolution else None,
             }
         )
+        shape = args.shape()
         result, notes = plan_run(
             args.path("config"), flags, benchmark=benchmark, pilot=not no_pilot,
-            latency=latency, run=args.path("run"),
+            latency=latency, run=args.path("run"), tasks=shape.tasks, held_out=shape.held_out,
         )  # fmt: skip
         return {**result.to_json(), "notes": notes}
 
@@ -93,9 +98,12 @@ async def plan(
 async def train(
     ctx: Context,
     benchmark: str | None = None,
+    tasks: str | None = None,
+    held_out: str | None = None,
     data: str | None = None,
     model: str | None = None,
     optimizer_model: str | None = None,
+    judge_model: str | None = None,
     api_base: str | None = None,
     config: str | None = None,
     seed: int | None = None,
@@ -216,7 +224,8 @@ async def diff(
 async def eval_(
     ctx: Context,
     benchmark: str | None = None,
-    split: str = "test",
+    tasks: str | None = None,
+    split: str | None = None,
     mode: str | None = None,
     run: str | None = None,
     skills: str | None = None,
@@ -224,6 +233,7 @@ async def eval_(
     repeats: str = "1",
     data: str | None = None,
     model: str | None = None,
+    judge_model: str | None = None,
     api_base: str | None = None,
     config: str | None = None,
     seed: int | None = None,
@@ -237,7 +247,8 @@ async def eval_(
     set: list[str] | None = None,
 ) -> CallToolResult:
     """Score the no-skill baseline, a run's pool, a skills folder or an export on a benchmark
-    split (`moscopt eval`): score, 95% interval, calls, cost, the per-task results file."""
+    split, or on a task file with its own judges (`moscopt eval`): score, 95% interval, calls,
+    cost, the per-task results file."""
     args = Args.of(locals())
 
     def work() -> dict[str, Any]:
@@ -325,6 +336,9 @@ async def route(
         )
 
     return await blocking(ctx, work)
+
+
+register_learning(tool)
 
 
 def run_stdio() -> None:

@@ -17,7 +17,7 @@ from mcp_env import Session, scripted_train_args
 
 from moscopt.run.rundir import RunDir
 
-TOOLS = {"plan", "train", "status", "log", "diff", "eval", "export", "route"}
+TOOLS = {"plan", "train", "status", "log", "diff", "eval", "export", "route", "harvest", "adopt"}
 
 
 def test_lists_the_tools_named_and_argued_as_the_command_line(session: Session) -> None:
@@ -131,3 +131,56 @@ def test_a_run_stopped_by_its_budget_is_seen_by_the_terminal_and_resumed(
     )
     assert resumed["status"] == "done" and resumed["certificate"] is not None
     assert resumed["totals"]["calls"] > 12
+
+
+def test_a_run_whose_server_ends_is_interrupted_and_the_terminal_resumes_it(
+    project: Path,
+) -> None:
+    from mcp_env import server_params
+    from typer.testing import CliRunner
+
+    from moscopt.cli import app
+    from moscopt.testing import FakeServer
+    from moscopt.testing.scripted import server_responder
+
+    with FakeServer(responder=server_responder, latency=0.2) as slow:
+        s = Session(server_params(project), slow.url)
+        try:
+            args = {**scripted_train_args(slow.url), "run": "runs/i", "max_calls": 400}
+            started = s.tool("train", args)
+        finally:
+            s.close()  # the client ends the server while the run goes on
+        run = RunDir.open(Path(started["run"]))
+        assert run.condition() == "interrupted"
+        resumed = CliRunner().invoke(app, ["train", "--resume", "--run", "runs/i"])
+        assert resumed.exit_code == 0, resumed.output
+        assert run.load_state().status == "done"
+
+
+def test_status_follows_a_run_the_terminal_trains(project: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from mcp_env import REPO, server_params
+
+    from moscopt.testing import FakeServer
+    from moscopt.testing.scripted import server_responder, train_argv
+
+    with FakeServer(responder=server_responder, latency=0.05) as slow:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        argv = [sys.executable, "-m", "moscopt", *train_argv(slow.url, "runs/t")]
+        terminal = subprocess.Popen(argv, cwd=project, env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)  # fmt: skip
+        s = Session(server_params(project), slow.url)
+        try:
+            while not (project / "runs/t/state.json").exists() and terminal.poll() is None:
+                time.sleep(0.1)
+            progress: list[tuple[float, float | None, str | None]] = []
+            final = s.tool("status", {"run": "runs/t", "wait_seconds": 120}, progress=progress)
+        finally:
+            s.close()
+            assert terminal.wait(120) == 0
+    assert final["status"] == "done" and "live" not in final
+    assert final["certificate"] is not None
