@@ -6,24 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from moscopt.cli import app
 from moscopt.run.ledger import Validation
 from moscopt.run.rundir import RunDir
 from moscopt.testing import FakeServer
-from moscopt.testing.scripted import server_responder, write_project
+from moscopt.testing.scripted import server_responder
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path) -> Path:
-    write_project(tmp_path, seed_dir)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return tmp_path
 
 
 def args(url: str) -> list[str]:
