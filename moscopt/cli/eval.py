@@ -19,7 +19,15 @@ def eval_cmd(
     benchmark: str | None = typer.Option(
         None, "--benchmark", "-b", help="Benchmark name or spec file."
     ),
-    split: str = typer.Option("test", "--split", help="train, val, test or all."),
+    tasks: Path | None = typer.Option(
+        None,
+        "--tasks",
+        help="A task file (JSONL or YAML) whose tasks carry their own judges, instead of "
+        "--benchmark; every task of it is evaluated unless --split says otherwise.",
+    ),
+    split: str | None = typer.Option(
+        None, "--split", help="train, val, test or all (default: test; all with --tasks)."
+    ),
     mode: str | None = typer.Option(
         None,
         "--mode",
@@ -56,6 +64,13 @@ def eval_cmd(
     from moscopt.config import load_config
 
     flags, json_out = opts.overrides(), opts.json_out
+    if tasks is not None:
+        if benchmark is not None:
+            from moscopt.errors import UserError
+
+            raise UserError("give either --benchmark or --tasks, not both", field="tasks")
+        benchmark = str(tasks.resolve())
+    split = split or ("all" if tasks is not None else "test")
     if run is not None:
         from moscopt.run.rundir import RunDir
 

@@ -27,7 +27,7 @@ from moscopt.cli.app import app
 def export_cmd(
     opts: o.Shared,
     mode: str = typer.Option(
-        ..., "--mode", help="mixture, static, topq, distilled, router or agents."
+        ..., "--mode", help="mixture, static, topq, distilled, router, agents or plugin."
     ),
     run: Path | None = typer.Option(
         None, "--run", help="The run directory (default: the project's latest finished run)."
@@ -43,8 +43,9 @@ def export_cmd(
     """Export a run for deployment: mixture (skills + gate), static (a routing table, no gate
     call), topq (the paper's static mode: the K skills of highest Q for every task), distilled
     (one SKILL.md merging the top skills, validated), router (the mixture and the familiarity
-    router's heads: no gate call) or agents (for Agent Skills agents: the routing in the
-    descriptions and a skill-router skill)."""
+    router's heads: no gate call), agents (for Agent Skills agents: the routing in the
+    descriptions and a skill-router skill) or plugin (the agents export as a Claude Code
+    plugin, with the certificate in its README)."""
     import json
 
     from moscopt.exports import export_run
@@ -106,6 +107,11 @@ def export_cmd(
             f"for Agent Skills agents: {a['word_rules']} word rules in the descriptions of "
             f"{len(a['hinted'])} skills and in {a['router_skill']}/SKILL.md (read it first); "
             f"copy {result.out / 'skills'}/* into .claude/skills/ or .agents/skills/"
+        )
+    if m.plugin is not None:
+        typer.echo(
+            f"Claude Code plugin '{m.plugin['name']}': claude --plugin-dir {result.out} "
+            f"(certificate: {m.plugin['certificate'] or 'none'})"
         )
     typer.echo(f"evaluate it: {eval_command(result.out, run_dir)}")
 

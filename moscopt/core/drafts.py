@@ -10,10 +10,11 @@ shape into the three strings.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from typing import Any
+
+from moscopt.core import jsonio
 
 COMPACT_LINES = (4, 8)  # fewest and most body lines
 COMPACT_LINE_CHARS = 160
@@ -46,7 +47,7 @@ def draft_fields(data: Any) -> dict[str, Any]:
     `lines` joined into the body. Values are not checked here (the callers' parsers do);
     `ValueError` if the answer is not a JSON object."""
     if isinstance(data, str):
-        data = json.loads(data)  # json.JSONDecodeError is a ValueError
+        data = jsonio.loads(data)  # json.JSONDecodeError is a ValueError
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     if "lines" in data and "body" not in data:

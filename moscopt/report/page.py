@@ -90,7 +90,7 @@ def write_report(
     if html_out:  # the page stands alone: every image embedded
         blocks = embed_images(with_image(blocks, plot, png), path.parent)
     else:  # Markdown links the PNGs written beside it
-        blocks, images = side_images(blocks, run.path.name)
+        blocks, images = side_images(blocks, path.stem)
         files.update({path.parent / name: data for name, data in images.items()})
     text = render_html(blocks, run.path.name) if html_out else render_markdown(blocks)
     files[path] = scrub(text).encode("utf-8")

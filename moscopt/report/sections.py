@@ -366,9 +366,9 @@ def with_image(blocks: list[Block], plot: Path | None, png: bytes | None) -> lis
 
 
 def side_images(blocks: Sequence[Block], stem: str) -> tuple[list[Block], dict[str, bytes]]:
-    """For Markdown: the blocks linking the views' PNGs as `<stem>-<name>` (the run's name:
-    reports of one run share them), and those files' names and bytes, for the caller to check
-    and write beside the page."""
+    """For Markdown: the blocks linking the views' PNGs as `<stem>-<name>` (the page's stem, as
+    its learning curve `<stem>-curve.png`: two reports in one folder never share an image), and
+    those files' names and bytes, for the caller to check and write beside the page."""
     out: list[Block] = []
     files: dict[str, bytes] = {}
     for block in blocks:

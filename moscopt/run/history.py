@@ -153,6 +153,14 @@ class History:
             names.update(e.eliminated)
         return sorted(names)
 
+    def entries_about(self, skill: str | None) -> list[Entry]:
+        """The entries that concern `skill` (a name or 'gate'; None: all); a `UserError` naming
+        the known skills for a name this run never had."""
+        if skill is not None and skill not in (known := self.known_names()):
+            message = f"unknown skill '{skill}' in this run (known: {', '.join(known)})"
+            raise UserError(message, field="skill")
+        return [e for e in self.entries if skill is None or e.touches(skill)]
+
     def lifespan(self, name: str) -> str:
         """When `name` was in the pool, in words (for messages about a skill not at a step)."""
         present = [v for v in self.versions if name in _names(v.pool)]
@@ -324,6 +332,16 @@ class SkillDiff:
 
     text: str
     notes: list[str]
+
+
+def diff_json(
+    history: History, name: str, from_step: int | None, to_step: int | None
+) -> dict[str, object]:
+    """`skill_diff` as `moscopt diff --json` (and the MCP `diff` tool) give it."""
+    result = skill_diff(history, name, from_step, to_step)
+    notes = [*history.warnings, *result.notes]
+    return {"run": str(history.run.path), "skill": name, "from": from_step, "to": to_step,
+            "changed": bool(result.text), "diff": result.text, "notes": notes}  # fmt: skip
 
 
 def skill_diff(

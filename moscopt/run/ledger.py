@@ -98,6 +98,8 @@ class RolloutEvent(_Where):
     # on, and the steps the budget still allowed then (the agent calls saved, at most)
     halted_at: int | None = None
     steps_left: int = 0
+    # the grader's word on the reply (a task file's judge: which checks or criteria it missed)
+    detail: str = ""
 
 
 class LLMCall(BaseEvent):

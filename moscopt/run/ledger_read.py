@@ -6,13 +6,13 @@ the last save is a `UserError`, never an empty or different history."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.ledger import TYPE_PATTERN, Event, LLMCall, describe_error, parse_event
 
@@ -135,7 +135,7 @@ LEDGER_MISMATCH = (
 
 def _is_torn(raw: bytes) -> bool:
     try:
-        json.loads(raw)
+        jsonio.loads(raw)
     except ValueError:
         return True
     return False

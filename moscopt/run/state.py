@@ -149,6 +149,9 @@ class Cursor(_Record):
     val_q: dict[str, float] = Field(default_factory=dict)
     val_activations: dict[str, int] = Field(default_factory=dict)
     best_val: float | None = None  # validation score of the current pool under that view
+    # looks the adopted pools have decided on: a decision's look s is look val_base + s, so an
+    # adopted pool is measured as incumbent on looks it did not win on (`Validator.adopt`)
+    val_base: int = 0
 
 
 class AddOnState(_Record):

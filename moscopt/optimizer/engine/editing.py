@@ -241,7 +241,7 @@ class Editor:
         patch, checkpoint = None, None
         if verdict.accepted:
             patch = jsonpatch.make_patch(incumbent.to_json(), new_pool.to_json()).patch
-            checkpoint = ctx.adopt(new_pool, after)
+            checkpoint = await self.validator.adopt(new_pool, verdict)
         for p in proposed:
             opt = self.opt(p.name)
             part = (
