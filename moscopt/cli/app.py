@@ -30,7 +30,9 @@ class MoscoptGroup(TyperGroup):
         """The commands in `--help` by group (`GROUPS`), each with its whole summary, wrapped:
         no command is imported."""
         width = max(len(name) for name in COMMANDS)  # one column for every group
-        for title, names in GROUPS.items():
+        grouped = {name for names in GROUPS.values() for name in names}
+        other = tuple(name for name in COMMANDS if name not in grouped)  # never left out
+        for title, names in [*GROUPS.items(), *([("Other", other)] if other else [])]:
             with formatter.section(title):
                 formatter.write_dl([(name.ljust(width), COMMANDS[name][1]) for name in names])
 

@@ -121,7 +121,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Project": ("init", "status", "benchmarks"),
     "Train and evaluate": ("plan", "train", "eval", "stream"),
     "Inspect a run": ("log", "diff", "report"),
-    "Deploy": ("export", "route"),
+    "Deploy": ("export", "route", "adopt"),
+    "Your coding agent": ("install-agent", "mcp", "harvest", "learn", "schedule", "unschedule"),
     "Studies": ("ablate", "compare"),
 }
 
