@@ -47,6 +47,9 @@ def named_benchmark(config: Config, name: str | None) -> Benchmark:
         raise UserError("no benchmark: pass --benchmark NAME (see `moscopt benchmarks`)")
     bench = get_benchmark(name)
     bench.allow_unsandboxed = config.agent.allow_unsandboxed
+    from moscopt.app.hub import prepare_hub
+
+    prepare_hub(bool(bench.spec.source.hub), config.data.path)  # fail fast offline, quietly
     return bench
 
 

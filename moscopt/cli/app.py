@@ -12,9 +12,9 @@ import sys
 from typing import Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperGroup
 
-from moscopt.cli.lazy import COMMANDS, LazyCommands
+from moscopt.cli.lazy import COMMANDS, GROUPS, LazyCommands
 from moscopt.errors import MoscoptError, UserError
 
 
@@ -27,14 +27,14 @@ class MoscoptGroup(TyperGroup):
         self.commands = LazyCommands(self.commands, load_command)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
-        """The list of commands in `--help`, from their summaries: no command is imported."""
-        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        rows = [
-            (name, TyperCommand(name, help=summary).get_short_help_str(limit))
-            for name, (_, summary) in COMMANDS.items()
-        ]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+        """The commands in `--help` by group (`GROUPS`), each with its whole summary, wrapped:
+        no command is imported."""
+        width = max(len(name) for name in COMMANDS)  # one column for every group
+        grouped = {name for names in GROUPS.values() for name in names}
+        other = tuple(name for name in COMMANDS if name not in grouped)  # never left out
+        for title, names in [*GROUPS.items(), *([("Other", other)] if other else [])]:
+            with formatter.section(title):
+                formatter.write_dl([(name.ljust(width), COMMANDS[name][1]) for name in names])
 
     def invoke(self, ctx: Any) -> Any:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import typer
@@ -27,7 +28,9 @@ def init_cmd(
         return
     for path in result.created:
         typer.echo(f"wrote {path}")
+    here = directory.resolve() == Path.cwd().resolve()
+    go = "" if here else f"cd {shlex.quote(str(directory))} && "  # `init .`: no `cd .`
     typer.echo(
-        f"\nNext: cd {directory} && moscopt status    "
+        f"\nNext: {go}moscopt status    "
         "(edit skills/*/SKILL.md and moscopt.yaml, then moscopt train --benchmark NAME)"
     )

@@ -1,10 +1,11 @@
 """The commands of `moscopt`, each imported only when it runs.
 
-`COMMANDS` names every command, in the order `moscopt --help` lists them, with the module that
-defines it and its summary (the first sentence of its help, which the list shows, shortened to
-the terminal's width). `moscopt eval ...` imports `moscopt.cli.eval` and nothing of the other
-commands; `moscopt --help` imports none of them (tests/cli/test_lazy_commands.py checks that
-each summary is the first sentence of its command's help).
+`COMMANDS` names every command with the module that defines it and its summary (the first
+sentence of its help, which the list shows whole, wrapped to the terminal's width); `GROUPS`
+orders them for `moscopt --help`, in the order a project uses them. `moscopt eval ...` imports
+`moscopt.cli.eval` and nothing of the other commands; `moscopt --help` imports none of them
+(tests/cli/test_lazy_commands.py checks that each summary is the first sentence of its
+command's help).
 """
 
 from __future__ import annotations
@@ -112,6 +113,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "unschedule": ("learn", "Remove the nightly job `moscopt schedule` installed here."),
     "train": ("train", "Optimize the skill pool and the gate on a benchmark with MOSCOPT."),
+}
+
+
+# `moscopt --help`: the commands by what they are for, each group in the order of use
+GROUPS: dict[str, tuple[str, ...]] = {
+    "Project": ("init", "status", "benchmarks"),
+    "Train and evaluate": ("plan", "train", "eval", "stream"),
+    "Inspect a run": ("log", "diff", "report"),
+    "Deploy": ("export", "route", "adopt"),
+    "Your coding agent": ("install-agent", "mcp", "harvest", "learn", "schedule", "unschedule"),
+    "Studies": ("ablate", "compare"),
 }
 
 

@@ -87,18 +87,13 @@ def _render(d: dict[str, Any]) -> None:
         model += f" (optimizer: {d['optimizer_model']})"
     console.print(f"model {model}   N={d['n']} K={d['k']}   gate {'yes' if d['gate'] else 'no'}")
 
-    name_w = max(len(x["name"]) for x in d["skills"])
-    desc_w = max(console.width - name_w - 18, 20)
     table = Table(show_edge=False, pad_edge=False)
     table.add_column("skill", no_wrap=True)
     table.add_column("Q", justify="right", no_wrap=True)
     table.add_column("act", justify="right", no_wrap=True)
-    table.add_column("description", no_wrap=True)
+    table.add_column("description", overflow="fold")  # whole, wrapped in its column
     for s in d["skills"]:
-        desc = s["description"]
-        if len(desc) > desc_w:
-            desc = desc[: desc_w - 1] + "…"
-        table.add_row(s["name"], _fmt(s["q"]), str(s["activations"]), desc)
+        table.add_row(s["name"], _fmt(s["q"]), str(s["activations"]), s["description"])
     console.print(table)
 
     if "run" in d:
@@ -126,8 +121,8 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
     if d.get("certificate"):
         console.print(d["certificate"]["line"], soft_wrap=True)
     if d.get("best_val_by_epoch"):
-        epochs = "  ".join(f"{p['epoch']}: {_fmt(p['best'])}" for p in d["best_val_by_epoch"])
-        console.print(f"best val per epoch: {epochs}")
+        epochs = [f"{p['epoch']}: {_fmt(p['best'])}" for p in d["best_val_by_epoch"]]
+        listing(console, "best val per epoch: ", epochs, "  ")
     for e in d.get("evolution", []):
         if e["before"] is None:
             verdict = "no change"
@@ -147,11 +142,11 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             soft_wrap=True,
         )
     if d.get("gate_restorations"):
-        steps = ", ".join(
+        steps = [
             f"{r['step']} ({'accepted' if r['accepted'] else 'rejected'})"
             for r in d["gate_restorations"]
-        )
-        console.print(f"gate restoration at step {steps}")
+        ]
+        listing(console, "gate restoration at step ", steps)
     if d.get("niches"):
         from moscopt.extensions.niches.summary import summary_lines
 
@@ -211,10 +206,29 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
         line = f"warning: {w['mode']} export {w['export']}: {w['warning']}"
         console.print(line, markup=False, soft_wrap=True)
     if d["synergy_top"]:
-        pairs = ", ".join(
+        pairs = [
             f"{a}+{b}: {c}" for (a, b), c in ((p["pair"], p["count"]) for p in d["synergy_top"])
-        )
-        console.print(f"synergy: {pairs}")
+        ]
+        listing(console, "synergy: ", pairs)
+
+
+def listing(console: Any, head: str, items: list[str], sep: str = ", ") -> None:
+    """`head` and `items` on as few lines of the console's width as fit, broken only between
+    items (never inside one), the lines after the first indented by two spaces."""
+    mark = sep.rstrip()  # "," after every item but the last
+    gap = sep[len(mark) :]  # what separates items on a line
+    lines = [head]
+    fresh = True  # the current line holds no item yet
+    for i, item in enumerate(items):
+        piece = item + (mark if i < len(items) - 1 else "")
+        joined = lines[-1] + ("" if fresh else gap) + piece
+        if not fresh and len(joined) > console.width:
+            lines.append("  " + piece)
+        else:
+            lines[-1] = joined
+        fresh = False
+    for text in lines:
+        console.print(text, markup=False, soft_wrap=True)
 
 
 def unsaved_line(u: dict[str, Any], status: str) -> str:

@@ -48,6 +48,7 @@ class Plan:
     pilot: PilotResult | None
     budget: int | None  # llm.max_calls
     power: dict[str, Any] | None = None  # moscopt.planning.power (None: strict acceptance)
+    serial: bool = False  # the model answers one request at a time (`planning.serial`)
 
     @property
     def bound(self) -> int:
@@ -60,7 +61,11 @@ class Plan:
             o.prompt_tokens + o.completion_tokens
         )
         seconds = None
-        if a.latency is not None and o.latency is not None:
+        if self.serial:
+            from moscopt.planning.serial import serial_seconds
+
+            seconds = serial_seconds(p, a, o)
+        elif a.latency is not None and o.latency is not None:
             seconds = p.agent_waves * a.latency + p.optimizer_waves * o.latency
         return {
             "phase": p.phase,
@@ -119,6 +124,7 @@ class Plan:
             "total": self.total(),
             "max_calls": self.budget,
             "power": self.power,
+            "serial": self.serial,
         }
 
 
@@ -128,6 +134,7 @@ def shape_of(
     """The run's shape, as the trainer will see it (`engine.skills_phase.batches` and friends),
     from epoch `start_epoch` (a resumed run's epochs done) to the last."""
     from moscopt.agent.skill_agent import agent_tools
+    from moscopt.planning.serial import real_concurrency
     from moscopt.routing.build import uses_llm_gate
 
     opt, gating, evo = config.optimizer, config.gating, config.evolution
@@ -174,7 +181,7 @@ def shape_of(
         cobreed=evo.cobreed,
         fresh_skills=evo.fresh_skills,
         codream_sessions=niches.max_sessions if niches.transfer else 0,
-        concurrency=config.llm.concurrency,
+        concurrency=real_concurrency(config),
         external_agent=bool(config.agent.command),
         aggregate_calls=1 if halting.enabled and halting.aggregator == "llm" else 0,
         judge_calls=int(bench.needs_judge_model(splits["all"])),
@@ -229,6 +236,10 @@ def make_plan(
         )  # fmt: skip
         measures = result.measures
     agent, optimizer = _roles(config, bench, splits, pool, result, latency)
+    from moscopt.planning.serial import answering_roles, is_serial
+
+    if result is not None:  # a serial model's latency is mostly queueing: its answering time
+        agent, optimizer = answering_roles(agent, optimizer, result.answering)
     power = None
     if config.optimizer.acceptance == "paired":
         from moscopt.planning.power import power_summary
@@ -238,7 +249,9 @@ def make_plan(
             shape.val, opt.max_val_samples, opt.confidence, opt.margin, pool=shape.val_pool
         )
     parts = count(shape, measures)
-    return Plan(shape, measures, parts, agent, optimizer, result, config.llm.max_calls, power)
+    plan = Plan(shape, measures, parts, agent, optimizer, result, config.llm.max_calls, power)
+    plan.serial = is_serial(config)
+    return plan
 
 
 def _roles(

@@ -190,7 +190,8 @@ def count(shape: Shape, m: Measures) -> list[Part]:
         val.notes.append("gate restorations: in the bound only")
 
     gate = Part("gate", "start, reflect/propose, validation")
-    gate.agent, gate.bound, gate.agent_waves = E * V * r, E * V * r_max, E * start_waves
+    if s.llm_gate and s.interleave:  # else no gate phase (the trainer's `_gate_phase_runs`)
+        gate.agent, gate.bound, gate.agent_waves = E * V * r, E * V * r_max, E * start_waves
     if s.llm_gate and s.interleave and s.gate_edit_steps:
         g = s.gate_edit_steps * (1.0 if m.failure_rate > 0 else 0.0)
         gate.optimizer = E * g * (budget + 2)

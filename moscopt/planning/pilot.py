@@ -63,6 +63,8 @@ class PilotResult:
     agent: CallMeans | None
     optimizer: CallMeans | None
     purposes: dict[str, int] = field(default_factory=dict)
+    # per role served by a serial model: mean seconds answering and queued (`planning.serial`)
+    answering: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         m = self.measures
@@ -78,6 +80,9 @@ class PilotResult:
             "failure_rate": round(m.failure_rate, 3),
             "targets": round(m.targets_per_step, 3),
             "proposals_changed": round(m.applied, 3),
+            "answering": {
+                role: {k: round(v, 3) for k, v in a.items()} for role, a in self.answering.items()
+            },
         }
 
 
@@ -101,6 +106,7 @@ def run_pilot(
     from moscopt.core.skills import Pool as PoolType
     from moscopt.optimizer.engine.skills_phase import batches
     from moscopt.optimizer.policies.edit_targets import SUCCESS
+    from moscopt.planning.serial import pilot_answering
     from moscopt.run.ledger import LLMCall
     from moscopt.run.ledger_read import read_events
 
@@ -164,4 +170,5 @@ def run_pilot(
         agent=CallMeans.of(rolling),
         optimizer=CallMeans.of(optimizing),
         purposes=purposes,
+        answering=pilot_answering(events, ROLLOUT_PURPOSES),
     )

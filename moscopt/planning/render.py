@@ -63,6 +63,10 @@ def lines(plan: Plan) -> list[str]:
         from moscopt.planning.power import power_lines
 
         tail.extend(power_lines(plan.power))
+    if plan.serial:
+        from moscopt.planning.serial import serial_note
+
+        tail.append(serial_note(plan))
     if data["total"]["seconds"] is None:
         tail.append("time unknown without a pilot: pass --latency SECONDS to assume one")
     return [*head, "", *tail]

@@ -30,6 +30,7 @@ from moscopt.routing.gate import (
     constrained_gate,
     fallback_hint,
 )
+from moscopt.run.call_timing import queueing_words
 from moscopt.run.ledger import EditEvent, LLMCall, RolloutEvent
 from moscopt.run.rundir import RunDir
 from moscopt.run.state import RunState
@@ -192,12 +193,14 @@ def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
         ],
         ["wall time (first to last event)", _duration(wall)],
         [
-            "LLM call latency",
+            "LLM call latency (asked to answered)",
             f"mean {sum(lat) / len(lat):.2f} s, p95 {lat[int(0.95 * (len(lat) - 1))]:.2f} s"
             if lat
             else "-",
         ],
     ]
+    if (queueing := queueing_words(made)) is not None:
+        rows.append(["of which, queueing", queueing])
     blocks += [("h2", "Run health"), ("table", ["measure", "value"], rows)]
     note = fallback_note(failed, answered, constrained_gate(config.model, config.gating.output))
     if note:

@@ -143,16 +143,14 @@ class Trainer:
             phase = ctx.cursor.phase
             if phase == "skills":
                 await self.skills.run()
-                await self.start_phase("gate")
+                if self._gate_phase_runs():
+                    await self.start_phase("gate")
+                else:  # no editable gate (--n 1 --k 1, --gate all/random): no gate phase at all
+                    await self._after_gate()
             elif phase == "gate":
-                if ctx.llm_gate and ctx.config.training.interleave:
+                if self._gate_phase_runs():
                     await self.gate.run()
-                if self._evolution_due():
-                    await self.start_phase("evolve")
-                else:  # no evolution this epoch: no "evolve: start" for a phase that does not run
-                    await ctx.settled()
-                    ctx.cursor.phase = "memory"
-                    ctx.save()
+                await self._after_gate()
             elif phase == "evolve":
                 if self._evolution_due():
                     cycle = next((e.evolution for e in ctx.extensions if e.evolution), evolve)
@@ -175,6 +173,22 @@ class Trainer:
         ctx.save()
         ctx.emit(event="done")
         return s
+
+    def _gate_phase_runs(self) -> bool:
+        """Whether the epoch has a gate phase: an editable LLM gate, edited in its own phase
+        (with `--no-interleave` its edits go with the skills' minibatches)."""
+        return self.ctx.llm_gate and self.ctx.config.training.interleave
+
+    async def _after_gate(self) -> None:
+        """On to evolution when it is due, else to the memory phase (no "evolve: start" for a
+        phase that does not run)."""
+        ctx = self.ctx
+        if self._evolution_due():
+            await self.start_phase("evolve")
+        else:
+            await ctx.settled()
+            ctx.cursor.phase = "memory"
+            ctx.save()
 
     def _evolution_due(self) -> bool:
         cfg, ctx = self.ctx.config.evolution, self.ctx

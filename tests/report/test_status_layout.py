@@ -1,0 +1,45 @@
+"""`status` shows every skill's description whole (wrapped in its column, never cut at ~40
+characters) and breaks a list between its items, never inside one."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from typer.testing import CliRunner
+
+from moscopt.cli import app
+from moscopt.cli.status import listing
+from moscopt.run.rundir import RunDir
+
+runner = CliRunner()
+
+
+def test_descriptions_are_whole_at_any_width(scripted_run: RunDir) -> None:
+    pool = scripted_run.load_pool(scripted_run.load_state())
+    for width in (60, 100):
+        shown = runner.invoke(
+            app, ["status", "--run", str(scripted_run.path)], env={"COLUMNS": str(width)}
+        )
+        assert shown.exit_code == 0, shown.output
+        assert "…" not in shown.stdout
+        rows = [line for line in shown.stdout.splitlines() if "│" in line]
+        assert rows and max(len(line) for line in rows) <= width
+        column = " ".join(" ".join(line.rsplit("│", 1)[1].split()) for line in rows)
+        for skill in pool:
+            assert " ".join(skill.description.split()) in column, skill.name
+
+
+def test_a_list_breaks_between_its_items() -> None:
+    console = Console(width=40, record=True)
+    items = [f"skill-number-{i}+other-{i}: {i}" for i in range(5)]
+    listing(console, "synergy: ", items)
+    lines = console.export_text().splitlines()
+    assert lines[0] == "synergy: skill-number-0+other-0: 0,"
+    assert lines[1:] == [f"  skill-number-{i}+other-{i}: {i}," for i in range(1, 4)] + [
+        "  skill-number-4+other-4: 4"
+    ]
+    console = Console(width=40, record=True)
+    listing(console, "best val per epoch: ", [f"{i}: 0.500" for i in range(5)], "  ")
+    assert console.export_text().splitlines() == [
+        "best val per epoch: 0: 0.500  1: 0.500",
+        "  2: 0.500  3: 0.500  4: 0.500",
+    ]
