@@ -27,7 +27,7 @@ def readme_command() -> list[str]:
     """The `moscopt train ...` part of the set-up command, as argv."""
     text = README.read_text()
     line = next(ln for ln in text.splitlines() if "moscopt train --benchmark offline" in ln)
-    return shlex.split(line[line.index("moscopt train") :])[2:]
+    return shlex.split(line[line.index("moscopt train") :].rstrip().rstrip(")"))[2:]
 
 
 def readme_quote() -> list[str]:
