@@ -10,6 +10,7 @@ import typer
 
 from moscopt.cli import options as o
 from moscopt.cli.app import app
+from moscopt.core import choices as c
 
 
 @app.command("eval")
@@ -19,8 +20,8 @@ def eval_cmd(
     benchmark: str | None = typer.Option(
         None, "--benchmark", "-b", help="Benchmark name or spec file."
     ),
-    split: str = typer.Option("test", "--split", help="train, val, test or all."),
-    mode: str | None = typer.Option(
+    split: c.Split = typer.Option("test", "--split", help="train, val, test or all."),
+    mode: c.EvalMode | None = typer.Option(
         None,
         "--mode",
         help="none, mixture, static, topq, distilled or router (default: the export's mode with "
@@ -56,11 +57,12 @@ def eval_cmd(
         cfg = load_config(RunDir.open(run).config_path, flags)
     else:
         cfg = open_project(opts.config, flags).config
-    if mode is None and export is not None:
+    given: str | None = mode
+    if given is None and export is not None:
         from moscopt.exports import open_export
 
-        mode = open_export(export).mode
-    chosen = mode or ("mixture" if (run is not None or skills is not None) else "none")
+        given = open_export(export).mode
+    chosen = given or ("mixture" if (run is not None or skills is not None) else "none")
     bar = _Bar(quiet=json_out)
     try:
         outcome = runner.evaluate(

@@ -10,7 +10,8 @@ its per-call work is one h11 parse and no more bookkeeping than a list of idle c
   is dropped before reuse.
 - `https` gets a default TLS context (made on first use, not at import). A proxy from the
   environment (`moscopt.lm.transport.env_proxy`) carries `http` requests in absolute form and
-  `https` ones through a `CONNECT` tunnel, with basic auth from the proxy URL.
+  `https` ones through a `CONNECT` tunnel, with basic auth from the proxy URL; an `https://`
+  proxy is dialled with TLS (and an https origin's TLS runs inside the proxy's).
 - Every failure of the network or of the peer's HTTP (refused, reset, cut short, a malformed
   status line, a TLS error) raises `HTTPError`; a timeout raises `TimeoutError`.
 - A response body is read up to `max_body` bytes: a larger one (announced by its
@@ -198,11 +199,21 @@ class Pool:
                 origin.host, origin.port, ssl=tls, server_hostname=origin.host if tls else None
             )
             return _Connection(reader, writer)
-        reader, writer = await asyncio.open_connection(proxy.host, proxy.port)
+        reader, writer = await self._dial_proxy(proxy)
         if tls is not None:
             await self._tunnel(reader, writer)
             await writer.start_tls(tls, server_hostname=origin.host)
         return _Connection(reader, writer)
+
+    @staticmethod
+    async def _dial_proxy(proxy: Origin) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to the proxy: TLS to an `https://` proxy (an https origin's own TLS
+        then runs inside it), plain TCP to an `http://` one."""
+        if proxy.scheme == "https":
+            return await asyncio.open_connection(
+                proxy.host, proxy.port, ssl=tls_context(), server_hostname=proxy.host
+            )
+        return await asyncio.open_connection(proxy.host, proxy.port)
 
     async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """CONNECT through the proxy to the origin (the bytes after it are the origin's)."""
