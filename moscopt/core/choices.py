@@ -12,7 +12,7 @@ from typing import Literal
 Acceptance = Literal["strict", "paired"]
 GatePolicy = Literal["llm", "random", "all", "familiarity", "hybrid"]
 Granularity = Literal["task", "step"]
-ExportMode = Literal["mixture", "static", "topq", "distilled", "router", "agents"]
+ExportMode = Literal["mixture", "static", "topq", "distilled", "router", "agents", "plugin"]
 EvalMode = Literal["none", "mixture", "static", "topq", "distilled", "router", "agents"]
 RouteMode = Literal["mixture", "static", "router", "agents"]
 Split = Literal["train", "val", "test", "all"]

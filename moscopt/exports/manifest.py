@@ -12,6 +12,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from moscopt.core import jsonio
 from moscopt.core.choices import ExportMode
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
@@ -57,6 +58,7 @@ class Manifest(_Model):
     agents: dict[str, Any] | None = None  # router skill, hinted skills, the table (agents)
     router: dict[str, Any] | None = None  # router.json's summary (router only)
     memory: dict[str, Any] | None = None  # memory.json's summary (mixture, router; if fitted)
+    plugin: dict[str, Any] | None = None  # the Claude Code plugin's name and files (plugin)
 
     def dumps(self) -> str:
         return pretty_json(self.model_dump(mode="json"))
@@ -71,7 +73,7 @@ def load_manifest(folder: Path) -> Manifest:
         raise UserError(f"not a moscopt export (no {MANIFEST_FILE})", path=folder)
     text = read_text(path)
     try:
-        data = json.loads(text)
+        data = jsonio.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(f"not valid JSON: {e.msg}", path=path, line=e.lineno) from None
     if not isinstance(data, dict):

@@ -37,6 +37,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from moscopt.config import CONFIG_FILE, Config, load_config
+from moscopt.core import jsonio
 from moscopt.core.skills import Pool
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
@@ -170,7 +171,7 @@ class RunDir:
     def load_state(self) -> RunState:
         text = read_text(self.state_path)
         try:
-            data = json.loads(text)
+            data = jsonio.loads(text)
         except json.JSONDecodeError as e:
             raise UserError(
                 f"not valid JSON: {e.msg}", path=self.state_path, line=e.lineno
@@ -275,7 +276,7 @@ class RunDir:
     def load_checkpoint(self, name: str) -> Pool:
         path = self.checkpoints_dir / name
         try:
-            return Pool.from_json(json.loads(read_text(path)))
+            return Pool.from_json(jsonio.loads(read_text(path)))
         except (json.JSONDecodeError, ValidationError) as e:
             raise UserError(f"checkpoint is corrupt: {e}", path=path) from None
 
@@ -340,3 +341,25 @@ class RunDir:
 
 
 RESUMABLE = ("interrupted", "stopped")
+
+
+def new_run_path(runs: Path, name: str) -> Path:
+    """A new, empty, private run directory `runs/<name>-<YYYYMMDD-HHMMSS>`, claimed: `-2`, `-3`,
+    ... when a run of the same second has it. The claim is `mkdir` (atomic), so runs started in
+    parallel in one project (a shell loop over seeds) each get their own directory."""
+    base = f"{name}-{_stamp()}"
+    path, n = runs / base, 2
+    make_dirs(runs)
+    while True:
+        try:
+            with storage(path):
+                os.mkdir(path, PRIVATE_DIR)
+            return path
+        except FileExistsError:
+            path, n = runs / f"{base}-{n}", n + 1
+
+
+def _stamp() -> str:
+    from datetime import datetime
+
+    return datetime.now().strftime("%Y%m%d-%H%M%S")
