@@ -41,6 +41,7 @@ READ_SIZE = 65536
 CONNECT_FACTOR = 4.0
 CONNECT_FLOOR = 0.05
 CONNECT_RETRIES = 8
+REFUSED_RETRIES = 1  # of those, at most this many for a refused attempt
 # what the network or the peer's HTTP raises: refused, reset, cut short, TLS, malformed
 _FAILURES = (OSError, asyncio.IncompleteReadError, h11.ProtocolError)
 
@@ -231,11 +232,14 @@ class Pool:
 
         A server with a small listen backlog (Python's `http.server`: 5) cannot queue a burst
         of connections: the kernel drops the attempts beyond its backlog (or, on some systems,
-        refuses them), and TCP sends a dropped attempt again only after a second. An attempt
+        refuses them: such an attempt is made again `REFUSED_RETRIES` times, so that a server
+        that went down is still found down at once), and TCP sends a dropped attempt again only
+        after a second. An attempt
         still pending `CONNECT_FACTOR` times longer than the quickest connection made here
         (and at least `CONNECT_FLOOR`) was dropped; a new one is queued as soon as the server
         has taken the earlier ones (`scripts/bench_backlog.py`)."""
         loop = asyncio.get_running_loop()
+        refused = 0
         for attempt in range(CONNECT_RETRIES + 1):
             last = attempt == CONNECT_RETRIES
             start = loop.time()
@@ -249,7 +253,10 @@ class Pool:
                     continue
                 streams = await task
             except ConnectionRefusedError:
-                if last or self._fastest is None:  # nothing here has ever answered
+                # once, where the server has answered before: a server that went down is
+                # refused again at once, and its requests fail (and are retried) as before
+                refused += 1
+                if last or self._fastest is None or refused > REFUSED_RETRIES:
                     raise
                 await asyncio.sleep(max(CONNECT_FLOOR, CONNECT_FACTOR * self._fastest))
                 continue

@@ -81,7 +81,7 @@ def test_a_refused_attempt_is_made_again_only_where_the_server_has_answered(
 
     asyncio.run(refused_first())  # nothing here ever answered: the server is not there
     assert attempts == ["refuse"]
-    attempts = scripted_dialer(monkeypatch, ["ok", "refuse", "refuse"])
+    attempts = scripted_dialer(monkeypatch, ["ok", "refuse"])
 
     async def refused_later() -> None:
         server = await asyncio.start_server(answer, "127.0.0.1", 0)
@@ -95,7 +95,21 @@ def test_a_refused_attempt_is_made_again_only_where_the_server_has_answered(
         server.close()
 
     asyncio.run(refused_later())
-    assert attempts == ["ok", "refuse", "refuse", "ok"]
+    assert attempts == ["ok", "refuse", "ok"]
+    attempts = scripted_dialer(monkeypatch, ["ok", "refuse", "refuse"])
+
+    async def refused_twice() -> None:  # the server went down: found down at once
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/chat/completions"
+        pool = Pool(url, limit=2)
+        await pool.post(url, [], b"{}", timeout=10)
+        pool._idle.pop().close()
+        with pytest.raises(HTTPError, match="cannot connect"):
+            await pool.post(url, [], b"{}", timeout=10)
+        server.close()
+
+    asyncio.run(refused_twice())
+    assert attempts == ["ok", "refuse", "refuse"]
 
 
 def test_the_last_attempt_waits(monkeypatch: pytest.MonkeyPatch) -> None:
