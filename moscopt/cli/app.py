@@ -55,6 +55,12 @@ app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, ...)
     pretty_exceptions_enable=False,  # never print locals: they may hold API keys
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits it
+    epilog="Environment: MOSCOPT_MODEL, MOSCOPT_API_BASE and MOSCOPT_CONFIG stand for --model, "
+    "--api-base and --config. A setting comes from, first to last: its flag, its environment "
+    "variable, the project's moscopt.yaml, the user's config file ($MOSCOPT_USER_CONFIG, else "
+    "config.yaml in the platform's user config folder, e.g. ~/.config/moscopt/), moscopt's "
+    "default.",
 )
 
 
@@ -71,8 +77,20 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=version_callback, is_eager=True, help="Show the version."
     ),
+    verbose: int = typer.Option(
+        0,
+        "--verbose",
+        "-v",
+        count=True,
+        show_default=False,
+        help="Show moscopt's log lines: -v informational, -vv debugging too.",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Log errors only."),
 ) -> None:
     """Optimize an LLM agent's pool of Markdown skills and its gating skill (MOSCOPT)."""
+    from moscopt.cli import logs
+
+    logs.configure(verbose, quiet)
 
 
 def load_command(name: str) -> Any:

@@ -7,6 +7,7 @@ import typer
 from moscopt.cli import options as o
 from moscopt.cli.app import app
 from moscopt.cli.study import StudyArgs, run_study_command, study_options
+from moscopt.core import choices as c
 
 
 @app.command("compare")
@@ -15,7 +16,7 @@ def compare_cmd(
     opts: o.Shared,
     shape: o.RunShape,
     args: StudyArgs,
-    other: str = typer.Option(
+    other: c.CompareWith = typer.Option(
         ...,
         "--with",
         help="gepa (GEPA's optimize on the pool's skills; pip install 'moscopt[gepa]'), "

@@ -10,6 +10,7 @@ import typer
 
 from moscopt.cli import options as o
 from moscopt.cli.app import app
+from moscopt.core import choices as c
 
 
 @app.command("eval")
@@ -25,10 +26,10 @@ def eval_cmd(
         help="A task file (JSONL or YAML) whose tasks carry their own judges, instead of "
         "--benchmark; every task of it is evaluated unless --split says otherwise.",
     ),
-    split: str | None = typer.Option(
+    split: c.Split | None = typer.Option(
         None, "--split", help="train, val, test or all (default: test; all with --tasks)."
     ),
-    mode: str | None = typer.Option(
+    mode: c.EvalMode | None = typer.Option(
         None,
         "--mode",
         help="none, mixture, static, topq, distilled or router (default: the export's mode with "
@@ -77,11 +78,12 @@ def eval_cmd(
         cfg = load_config(RunDir.open(run).config_path, flags)
     else:
         cfg = open_project(opts.config, flags).config
-    if mode is None and export is not None:
+    given: str | None = mode
+    if given is None and export is not None:
         from moscopt.exports import open_export
 
-        mode = open_export(export).mode
-    chosen = mode or ("mixture" if (run is not None or skills is not None) else "none")
+        given = open_export(export).mode
+    chosen = given or ("mixture" if (run is not None or skills is not None) else "none")
     bar = _Bar(quiet=json_out)
     try:
         outcome = runner.evaluate(

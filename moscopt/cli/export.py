@@ -8,6 +8,7 @@ import typer
 
 from moscopt.cli import options as o
 from moscopt.cli.app import app
+from moscopt.core import choices as c
 
 
 @app.command("export")
@@ -26,7 +27,7 @@ from moscopt.cli.app import app
 )
 def export_cmd(
     opts: o.Shared,
-    mode: str = typer.Option(
+    mode: c.ExportMode = typer.Option(
         ..., "--mode", help="mixture, static, topq, distilled, router, agents or plugin."
     ),
     run: Path | None = typer.Option(

@@ -149,7 +149,12 @@ def parse_settings(items: list[str]) -> dict[str, Any]:
 OPTIONS: dict[str, tuple[Any, Any]] = {
     "model": (
         str | None,
-        typer.Option(None, "--model", help="litellm model string (default: local/smollm2)."),
+        typer.Option(
+            None,
+            "--model",
+            envvar="MOSCOPT_MODEL",
+            help="litellm model string (default: the config's, else local/smollm2).",
+        ),
     ),
     "optimizer_model": (
         str | None,
@@ -167,11 +172,18 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "api_base": (
         str | None,
-        typer.Option(None, "--api-base", help="OpenAI-compatible endpoint URL."),
+        typer.Option(
+            None, "--api-base", envvar="MOSCOPT_API_BASE", help="OpenAI-compatible endpoint URL."
+        ),
     ),
     "config": (
         Path | None,
-        typer.Option(None, "--config", help="Project config (default: nearest moscopt.yaml)."),
+        typer.Option(
+            None,
+            "--config",
+            envvar="MOSCOPT_CONFIG",
+            help="Project config (default: nearest moscopt.yaml).",
+        ),
     ),
     "seed": (int | None, typer.Option(None, "--seed", help="Random seed.")),
     "concurrency": (

@@ -10,6 +10,7 @@ import typer
 
 from moscopt.cli import options as o
 from moscopt.cli.app import app
+from moscopt.core import choices as c
 
 
 def show_plan(
@@ -49,7 +50,7 @@ def show_plan(
 def plan_cmd(
     opts: o.Shared,
     shape: o.RunShape,
-    acceptance: str | None = typer.Option(None, "--acceptance", help="paired or strict."),
+    acceptance: c.Acceptance | None = typer.Option(None, "--acceptance", help="paired or strict."),
     no_evolution: bool = typer.Option(False, "--no-evolution", help="No collective evolution."),
     no_pilot: bool = typer.Option(
         False, "--no-pilot", help="Count from the config alone: no LLM call (the worst case)."

@@ -8,6 +8,7 @@ import typer
 
 from moscopt.cli import options as o
 from moscopt.cli.app import app
+from moscopt.core import choices as c
 
 
 @app.command("route")
@@ -21,7 +22,7 @@ def route_cmd(
         help="A run directory (default: the project's latest finished run, unless --export).",
     ),
     export: Path | None = typer.Option(None, "--export", help="An export folder."),
-    mode: str | None = typer.Option(
+    mode: c.RouteMode | None = typer.Option(
         None,
         "--mode",
         help="mixture (one gate call), static (the routing table) or router (the familiarity "

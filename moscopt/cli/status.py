@@ -19,7 +19,9 @@ def status_cmd(
     project: bool = typer.Option(
         False, "--project", help="The project instead: its seed pool and its runs."
     ),
-    config: Path | None = typer.Option(None, "--config", help="Project config (moscopt.yaml)."),
+    config: Path | None = typer.Option(
+        None, "--config", envvar="MOSCOPT_CONFIG", help="Project config (moscopt.yaml)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Show Q-scores, activations, synergy, edits and cost of a run (by default the project's

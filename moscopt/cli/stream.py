@@ -10,6 +10,7 @@ import typer
 
 from moscopt.cli import options as o
 from moscopt.cli.app import app
+from moscopt.core import choices as c
 
 
 @app.command("stream")
@@ -36,7 +37,9 @@ def stream_cmd(
     n: int | None = typer.Option(None, "--n", help="Pool size N."),
     k: int | None = typer.Option(None, "--k", help="Skills activated per task K."),
     window: int = typer.Option(8, "--window", min=1, help="Past tasks replayed to decide an edit."),
-    order: str = typer.Option("given", "--order", help="given (the data's order) or shuffled."),
+    order: c.StreamOrder = typer.Option(
+        "given", "--order", help="given (the data's order) or shuffled."
+    ),
     no_transfer: bool = typer.Option(False, "--no-transfer", help="No CODREAM transfer."),
     lifecycle: bool = typer.Option(
         False, "--lifecycle", help="Fork, merge, prune and seed skills as the stream goes."
@@ -55,8 +58,6 @@ def stream_cmd(
     from moscopt.lm.errors import LMFatalError
     from moscopt.run.rundir import new_run_path
 
-    if order not in ("given", "shuffled"):
-        raise UserError("--order must be given or shuffled", field="order")
     if grader is not None and tasks is None:  # a flag that does not apply is never ignored
         raise UserError("--grader grades a --tasks file; a --benchmark has its own grader")
     flags = opts.overrides(

@@ -9,6 +9,7 @@ import typer
 
 from moscopt.cli import options as o
 from moscopt.cli.app import app
+from moscopt.core import choices as c
 
 
 @app.command("train")
@@ -23,16 +24,16 @@ def train_cmd(
     resume: bool = typer.Option(
         False, "--resume", help="Continue the run in --run where it stopped."
     ),
-    acceptance: str | None = typer.Option(
+    acceptance: c.Acceptance | None = typer.Option(
         None, "--acceptance", help="paired (default: a sequential paired test) or strict."
     ),
-    gate: str | None = typer.Option(
+    gate: c.GatePolicy | None = typer.Option(
         None,
         "--gate",
         help="llm (default); familiarity (learned router, no LLM call) or hybrid (its shortlist, "
         "then the LLM gate); ablations of the LLM gate: random, or all (K = N).",
     ),
-    gating: str | None = typer.Option(
+    gating: c.Granularity | None = typer.Option(
         None, "--gating", help="task (default), or step: the gate re-selects at every step."
     ),
     no_evolution: bool = typer.Option(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -84,29 +85,16 @@ class Config(Section):
 def load_config(
     path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
 ) -> Config:
-    """Defaults <- file at `path` (if given) <- `overrides` (dotted keys; None values ignored)."""
+    """Defaults <- the user's config file (`user_config_path`, if there) <- file at `path` (if
+    given) <- `overrides` (dotted keys; None values ignored). A run's frozen config names every
+    key, so the user's file changes nothing in a run made before."""
     data: dict[str, Any] = {}
     text = ""
     if path is not None:
         path = Path(path)
-        text = read_text(path)
-        try:
-            loaded = yamlio.load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-            raise UserError(
-                problem if problem == yamlio.ALIASES_REFUSED else f"not valid YAML: {problem}",
-                path=path,
-                line=min(mark.line + 1, max(text.count("\n"), 1)) if mark is not None else None,
-            ) from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise UserError("must be a YAML mapping (key: value)", path=path, line=1)
-        data = loaded
+        text, data = _read_mapping(path)
     file_data = data
-    data = _deep_copy(data)
+    data = _merged(user_defaults(), data)
     for dotted, value in (overrides or {}).items():
         if value is not None:
             set_dotted(data, dotted, value)
@@ -126,6 +114,65 @@ def load_config(
 
 
 _MISSING = object()
+USER_CONFIG_ENV = "MOSCOPT_USER_CONFIG"
+
+
+def user_config_path() -> Path:
+    """The user's config file: $MOSCOPT_USER_CONFIG, else `config.yaml` in the platform's user
+    config folder (platformdirs: ~/.config/moscopt on Linux, ~/Library/Application
+    Support/moscopt on macOS, %LOCALAPPDATA%\\moscopt on Windows)."""
+    given = os.environ.get(USER_CONFIG_ENV)
+    if given:
+        return Path(given).expanduser()
+    from platformdirs import user_config_path as config_folder
+
+    return config_folder("moscopt", appauthor=False) / "config.yaml"
+
+
+def user_defaults() -> dict[str, Any]:
+    """The user's config file's keys ({} when there is none), checked on their own: a bad one
+    is a `UserError` naming that file, its line and field."""
+    path = user_config_path()
+    if not path.is_file():
+        return {}
+    text, data = _read_mapping(path)
+    try:
+        Config.model_validate(data)
+    except ValidationError as e:
+        field, msg = describe(e)
+        raise UserError(msg, path=path, line=_line_of(text, field), field=field) from None
+    return data
+
+
+def _read_mapping(path: Path) -> tuple[str, dict[str, Any]]:
+    """The text of the YAML file at `path` and the mapping it holds; `UserError` otherwise."""
+    text = read_text(path)
+    try:
+        loaded = yamlio.load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UserError(
+            problem if problem == yamlio.ALIASES_REFUSED else f"not valid YAML: {problem}",
+            path=path,
+            line=min(mark.line + 1, max(text.count("\n"), 1)) if mark is not None else None,
+        ) from None
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise UserError("must be a YAML mapping (key: value)", path=path, line=1)
+    return text, loaded
+
+
+def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of `base` with `top`'s keys laid over it (mappings merged key by key)."""
+    out = _deep_copy(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = _deep_copy(value)
+    return out
 
 
 def _deep_copy(d: Any) -> Any:

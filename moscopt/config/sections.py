@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from moscopt.core.choices import Acceptance, GatePolicy, Granularity
+
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -26,10 +28,10 @@ class PoolConfig(Section):
 
 
 class GatingConfig(Section):
-    granularity: Literal["task", "step"] = "task"
+    granularity: Granularity = "task"
     # `llm` is MOSCOPT's gate; `random` and `all` (K = N) are ablations; `familiarity` is the
     # learned router (no LLM call, adaptive K: `router`), `hybrid` its shortlist + the LLM gate.
-    policy: Literal["llm", "random", "all", "familiarity", "hybrid"] = "llm"
+    policy: GatePolicy = "llm"
     enrich_epoch: int = Field(
         2, ge=0, description="epoch from which Q-scores join the summary table"
     )
@@ -101,7 +103,7 @@ class OptimizerConfig(Section):
     method: Literal["editadam", "reflect_edit"] = "editadam"
     # strict: one sample, accept on a strictly higher mean (the paper); paired: the sequential
     # paired test of moscopt.optimizer.policies.acceptance
-    acceptance: Literal["strict", "paired"] = "paired"
+    acceptance: Acceptance = "paired"
     max_val_samples: int = Field(5, ge=1, description="looks per acceptance decision")
     # tasks per look (None: the whole validation split, every look a new sample index); smaller
     # than the split: later looks draw tasks of the split not yet seen (engine.validation)

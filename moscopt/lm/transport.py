@@ -31,6 +31,7 @@ from moscopt.core.jsonio import loads
 from moscopt.errors import UserError
 from moscopt.lm.base import LMRequest
 from moscopt.lm.http11 import BodyTooLarge, HTTPError, Origin, Pool
+from moscopt.lm.reasoning import tokens_field
 from moscopt.lm.redact import redact
 from moscopt.lm.retry import Fault, fault_for_status, parse_retry_after
 from moscopt.lm.sync import until_loop_end
@@ -93,6 +94,8 @@ class HTTPTransport:
             raise UserError(
                 f"api_base must be an http:// or https:// URL, not {api_base!r}", field="api_base"
             ) from None
+        check_proxy(self._proxy, self._url)
+        self._tokens_field = tokens_field(model)
 
     def __repr__(self) -> str:  # never show the key
         return f"HTTPTransport({self._url!r})"
@@ -112,7 +115,10 @@ class HTTPTransport:
 
     async def asend(self, request: LMRequest) -> RawAnswer:
         pool = await self._pool()
-        payload = dumps(chat_body(request, self._wire_model))
+        body = chat_body(request, self._wire_model)
+        if self._tokens_field != "max_tokens":  # OpenAI's reasoning models (`moscopt.lm.reasoning`)
+            body[self._tokens_field] = body.pop("max_tokens")
+        payload = dumps(body)
         try:
             response = await pool.post(self._url, self._headers, payload, timeout=self._timeout)
         except TimeoutError:
@@ -169,6 +175,24 @@ def env_proxy(url: str) -> str | None:
     if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
         return None
     return urllib.request.getproxies().get(parts.scheme)
+
+
+def check_proxy(proxy: str | None, url: str) -> None:
+    """A `UserError` when the environment's proxy for `url` is not an http(s) proxy (a SOCKS
+    proxy, say), which the direct transport cannot dial; its scheme alone is shown (the URL
+    may hold a password)."""
+    if proxy is None:
+        return
+    try:
+        Origin.of(proxy)
+    except ValueError:
+        scheme = urlsplit(url).scheme
+        given = urlsplit(proxy).scheme or "none"
+        raise UserError(
+            f"the environment's proxy for {scheme} URLs ({scheme.upper()}_PROXY or "
+            f"{scheme}_proxy) has the scheme {given!r}; moscopt's direct transport dials "
+            "http:// and https:// proxies only: unset it, or list the endpoint's host in NO_PROXY"
+        ) from None
 
 
 def error_message(content: bytes) -> str:

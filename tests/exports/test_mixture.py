@@ -107,7 +107,7 @@ def test_bad_input_is_one_clear_line(trained: Trained) -> None:
             "addition.yaml: not a directory",
         ),
         (["export", "--mode", "mixture", "--run", "."], "not a moscopt run directory"),
-        (["export", "--mode", "blend", "--run", str(trained.run)], "unknown mode 'blend'"),
+        (["export", "--mode", "blend", "--run", str(trained.run)], "'blend' is not one of"),
         (["route", "x", "--run", "runs/none"], "run directory not found"),
         (["route", "x", "--run", "addition.yaml"], "addition.yaml: not a directory"),
         (["eval", "--export", "runs/none"], "runs/none: export not found"),
