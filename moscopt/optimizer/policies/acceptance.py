@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
+from moscopt.optimizer.policies.blocks import repeats_from as first_repeat
 from moscopt.optimizer.policies.noninferiority import NonInferiorityTest
 from moscopt.optimizer.policies.signflip import SequentialSignFlip
 
@@ -153,11 +154,14 @@ class PairedAcceptance:
     ) -> Verdict:
         if _sign(direction) < 0:
             return await self._non_inferior(incumbent, candidate, tasks)
-        test = SequentialSignFlip(1.0 - self.confidence, self.max_samples)
+        schedule = _schedule(tasks, self.max_samples)
+        test = SequentialSignFlip(
+            1.0 - self.confidence, self.max_samples, repeats_from=repeats_from(schedule)
+        )
         paired = PairedRewards()
         for s in range(self.max_samples):
             await paired.add(incumbent, candidate, s)
-            look = test.look(paired.last, _keys(tasks, s, len(paired.last)))
+            look = test.look(paired.last, _keys(schedule[s], len(paired.last)))
             if look.outcome != "open":
                 break
         p = f"p={look.p_value:.3g}"
@@ -175,11 +179,17 @@ class PairedAcceptance:
     async def _non_inferior(
         self, incumbent: Rewards, candidate: Rewards, tasks: TaskKeys | None
     ) -> Verdict:
-        test = NonInferiorityTest(1.0 - self.confidence, self.margin, self.max_samples)
+        schedule = _schedule(tasks, self.max_samples)
+        test = NonInferiorityTest(
+            1.0 - self.confidence,
+            self.margin,
+            self.max_samples,
+            repeats_from=repeats_from(schedule),
+        )
         paired = PairedRewards()
         for s in range(self.max_samples):
             await paired.add(incumbent, candidate, s)
-            look = test.look(paired.last, _keys(tasks, s, len(paired.last)))
+            look = test.look(paired.last, _keys(schedule[s], len(paired.last)))
             if look.outcome != "open":
                 break
         p, within = f"p={look.p_value:.3g}", f"{self.margin:g}"
@@ -263,12 +273,25 @@ class PairedRewards:
         )
 
 
-def _keys(tasks: TaskKeys | None, s: int, width: int) -> Sequence[int]:
-    """The task of each reward of look `s`: `tasks(s)`, else the same tasks at every look."""
-    keys = list(range(width)) if tasks is None else list(tasks(s))
-    if len(keys) != width:
-        raise ValueError(f"sample {s}: {width} rewards but {len(keys)} task keys")
-    return keys
+def _schedule(tasks: TaskKeys | None, looks: int) -> list[list[int] | None]:
+    """The task of each reward of every look, known before any answer (None: the same tasks
+    at every look, numbered by position once the first look's size is known)."""
+    return [None if tasks is None else list(tasks(s)) for s in range(looks)]
+
+
+def repeats_from(schedule: Sequence[Sequence[int] | None]) -> int | None:
+    """The first look (from 1) that repeats a task (the same tasks at every look: the second)."""
+    if any(keys is None for keys in schedule):
+        return 2 if len(schedule) > 1 else None
+    return first_repeat([list(k) for k in schedule if k is not None])
+
+
+def _keys(keys: Sequence[int] | None, width: int) -> Sequence[int]:
+    """The task of each reward of a look (None: by position)."""
+    out = list(range(width)) if keys is None else list(keys)
+    if len(out) != width:
+        raise ValueError(f"{width} rewards but {len(out)} task keys")
+    return out
 
 
 def _same_total(a: float, b: float) -> bool:

@@ -8,17 +8,19 @@ valid only for "better on these tasks", not for the tasks a pool will meet (issu
 tests treat a task's differences as one block: they flip its sign together (the sign-flip test)
 or bet on its mean once (the test by betting).
 
-While every task seen is new (no repeats yet), a block is one difference and the tests run as
-sequential tests over all looks (exact, anytime). From the first look that repeats a task on,
-each look is tested on its blocks alone at its share of the error rate: look k may use
-alpha * ((k/K)**s - ((k-1)/K)**s), s = `SPENDING_SHAPE`, and the looks before it, whatever they
-were, at most alpha * ((k-1)/K)**s in all; by the union bound a null candidate passes in at
-most alpha of the decisions, whatever the within-task dependence.
+The caller says beforehand from which look on a task repeats (`repeats_from`: the schedule of a
+decision's looks is known before any answer). While every task is new, a block is one difference
+and the tests run as sequential tests over those looks (exact, anytime), at alpha in all when no
+task ever repeats, else at alpha / 2. From the first look that repeats a task on, the looks stop
+for futility but cross only at the last look, on the tasks' blocks, at the other alpha / 2: the
+last look holds the most evidence about each task, and by the union bound a null candidate
+passes in at most alpha of the decisions, whatever the within-task dependence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 SPENDING_SHAPE = 0.25  # look k of K may have spent alpha * (k/K)**0.25 in all
 FRESH_LOOK = 20  # tasks per look by default when the split holds two looks of them or more
@@ -40,33 +42,70 @@ def spending(alpha: float, k: int, looks: int, shape: float = SPENDING_SHAPE) ->
     return alpha * (min(k, looks) / looks) ** shape if k > 0 else 0.0
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """How a test of `looks` looks at `alpha` spends it when tasks repeat from look
+    `repeats_from` on (None: never): see the module docstring."""
+
+    alpha: float
+    looks: int
+    repeats_from: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.repeats_from is not None and not 1 < self.repeats_from <= self.looks:
+            raise ValueError(f"repeats from look {self.repeats_from} of {self.looks}")
+
+    @property
+    def sequential_looks(self) -> int:
+        """The looks on tasks not seen before (the sequential phase)."""
+        return self.looks if self.repeats_from is None else self.repeats_from - 1
+
+    @property
+    def sequential_alpha(self) -> float:
+        return self.alpha if self.repeats_from is None else self.alpha / 2.0
+
+    def spent(self, k: int, shape: float = SPENDING_SHAPE) -> float:
+        """What sequential looks 1..k may have spent in all."""
+        return spending(self.sequential_alpha, k, self.sequential_looks, shape)
+
+    def blocked(self, k: int) -> bool:
+        """Whether look k is tested on the tasks' blocks."""
+        return self.repeats_from is not None and k >= self.repeats_from
+
+    def block_alpha(self, k: int) -> float:
+        """What blocked look k may spend: alpha / 2 at the last look, nothing before."""
+        return self.alpha - self.sequential_alpha if k == self.looks else 0.0
+
+
+def repeats_from(looks: Sequence[Sequence[Hashable]]) -> int | None:
+    """The first look (from 1) whose tasks include one seen before (or twice in it)."""
+    seen: set[Hashable] = set()
+    for k, keys in enumerate(looks, start=1):
+        if len(set(keys)) < len(keys) or seen & set(keys):
+            return k
+        seen.update(keys)
+    return None
+
+
 class Blocks:
     """The differences seen so far, by look and by task (`keys`; None: every difference is its
     own task, as when each comes from a task not seen before)."""
 
-    def __init__(self) -> None:
+    def __init__(self, schedule: Schedule) -> None:
+        self.schedule = schedule
         self.batches: list[list[float]] = []
         self.keys: list[list[Hashable]] = []
-        self.first_repeat: int | None = None  # the first look (from 1) that repeats a task
-        self._seen: set[Hashable] = set()
 
     def add(self, diffs: Sequence[float], keys: Sequence[Hashable] | None = None) -> None:
         n = sum(len(b) for b in self.batches)
         keyed = list(keys) if keys is not None else [("obs", n + i) for i in range(len(diffs))]
         if len(keyed) != len(diffs):
             raise ValueError(f"{len(diffs)} differences but {len(keyed)} task keys")
+        k = len(self.batches) + 1
+        if not self.schedule.blocked(k) and repeats_from([*self.keys, keyed]) is not None:
+            raise ValueError(f"look {k} repeats a task, but the schedule said it would not")
         self.batches.append([float(d) for d in diffs])
         self.keys.append(keyed)
-        if self.first_repeat is None and (
-            len(set(keyed)) < len(keyed) or any(k in self._seen for k in keyed)
-        ):
-            self.first_repeat = len(self.batches)
-        self._seen.update(keyed)
-
-    @property
-    def blocked(self) -> bool:
-        """Whether the current look is tested on its blocks (a task has repeated)."""
-        return self.first_repeat is not None
 
     def sums(self) -> list[float]:
         """Each task's sum of differences so far, in the order the tasks were first seen."""

@@ -16,15 +16,14 @@ value is at most 1, so the wealth is a nonnegative supermartingale and, by Ville
 reaches 1/a with probability at most a.
 
 The task is the unit (`moscopt.optimizer.policies.blocks`). While every task is new, the bettor
-bets on every difference, look after look (the fraction is the same for every task of a look,
-chosen from the earlier looks only: `FIRST_FRACTION` at the first, then the "aGRAPA" plug-in
-mean(y) / mean(y^2) clipped to [0, `MAX_FRACTION`]), and look k crosses when the wealth reaches
-1 / (alpha * (k/K)**0.25). From the first look that repeats a task, look k bets once on each
-task's mean difference so far (tasks in the order first seen, each fraction from the tasks before
-it) and crosses when that wealth reaches 1 / its share of alpha. A pool worse by the margin or
-more is kept in at most alpha of the decisions (the union bound of `blocks`). Stops: `crossed`
-(kept); `futile` when the mean difference so far is at or below -margin before the last look;
-`cap` after the last look (not shown within).
+bets on every difference, look after look, each stake chosen from the differences before it
+(`FIRST_FRACTION` at the first, then the "aGRAPA" plug-in mean(y) / mean(y^2) clipped to [0,
+`MAX_FRACTION`]), and look k crosses when the wealth has reached 1 / (a * (k/K)**0.25) during it
+(a = alpha, or alpha / 2 when tasks will repeat: `blocks.Schedule`). Once tasks repeat, the last
+look bets once on each task's mean difference (tasks in the order first seen) and crosses when
+that wealth reaches 2 / alpha. A pool worse by the margin or more is kept in at most alpha of the
+decisions. Stops: `crossed` (kept); `futile` when the mean difference so far is at or below
+-margin before the last look; `cap` after the last look (not shown within).
 
 `lower()` is the matching lower confidence bound on mean(d): the largest m whose test (the same
 fractions, loss scaled by 1 + m) would have crossed at some look; the test keeps the candidate
@@ -41,7 +40,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from moscopt.optimizer.policies.blocks import Blocks, spending
+from moscopt.optimizer.policies.blocks import Blocks, Schedule
 
 FIRST_FRACTION = 0.25  # the stake of the first look, before any evidence
 MAX_FRACTION = 0.95  # never stake more: one loss at the limit keeps 5% of the wealth
@@ -65,7 +64,10 @@ class NonInferiorityTest:
     """Feed it the differences of each look in order (`look`, with the task of each: `keys`,
     None: every difference a task of its own); see the module docstring."""
 
-    def __init__(self, alpha: float, margin: float, looks: int) -> None:
+    def __init__(
+        self, alpha: float, margin: float, looks: int, *, repeats_from: int | None = None
+    ) -> None:
+        """`repeats_from`: the first look that repeats a task (None: none does)."""
         if not 0.0 < alpha < 0.5:
             raise ValueError(f"alpha must be within (0, 0.5), got {alpha}")
         if not 0.0 <= margin < 1.0:
@@ -73,7 +75,7 @@ class NonInferiorityTest:
         if looks < 1:
             raise ValueError(f"looks must be at least 1, got {looks}")
         self.alpha, self.margin, self.looks = alpha, margin, looks
-        self._blocks = Blocks()
+        self._blocks = Blocks(Schedule(alpha, looks, repeats_from))
 
     def look(
         self, diffs: Sequence[float], keys: Sequence[Hashable] | None = None
@@ -83,7 +85,7 @@ class NonInferiorityTest:
         if not diffs or not all(math.isfinite(d) and -1.0 <= d <= 1.0 for d in diffs):
             raise ValueError("differences must be finite numbers within [-1, 1]")
         self._blocks.add(diffs, keys)
-        ratios = _ratios(self._blocks, -self.margin, -self.margin, self.alpha, self.looks)
+        ratios = _ratios(self._blocks, -self.margin, -self.margin)
         every = [d for batch in self._blocks.batches for d in batch]
         mean = math.fsum(every) / len(every)
         outcome: Outcome
@@ -95,18 +97,18 @@ class NonInferiorityTest:
             outcome = "futile"
         else:
             outcome = "open"
-        p_value = min(1.0, 1.0 / max(max(ratios) / self.alpha, 1e-300))
+        p_value = min(1.0, self.alpha / max(max(ratios), 1e-300))
         return NonInferiorLook(outcome, p_value, mean, self.lower(), self.upper())
 
     def lower(self) -> float:
         """The largest m in [-1, 1] whose H0: mean <= m some look rejects."""
-        return _bound(self._blocks, -self.margin, self.alpha, self.looks)
+        return _bound(self._blocks, -self.margin)
 
     def upper(self) -> float:
-        mirrored = Blocks()
+        mirrored = Blocks(self._blocks.schedule)
         for batch, keys in zip(self._blocks.batches, self._blocks.keys, strict=True):
             mirrored.add([-d for d in batch], keys)
-        return -_bound(mirrored, -self.margin, self.alpha, self.looks)
+        return -_bound(mirrored, -self.margin)
 
 
 def least_tasks(margin: float, level: float) -> float:
@@ -143,30 +145,27 @@ def _wealths(ds: Sequence[float], m: float, centre: float) -> list[float]:
     return out
 
 
-def _ratios(blocks: Blocks, m: float, centre: float, alpha: float, looks: int) -> list[float]:
-    """Per look, its largest wealth against H0: mean <= m times its share of alpha (>= 1:
-    rejected)."""
+def _ratios(blocks: Blocks, m: float, centre: float) -> list[float]:
+    """Per look, its largest wealth against H0: mean <= m times what it may spend (>= 1:
+    rejected; see the module docstring)."""
+    schedule = blocks.schedule
     out: list[float] = []
-    first = blocks.first_repeat or len(blocks.batches) + 1
-    flat = [d for batch in blocks.batches[: first - 1] for d in batch]
-    wealth = _wealths(flat, m, centre)
+    sequential = [b for k, b in enumerate(blocks.batches, 1) if not schedule.blocked(k)]
+    wealth = _wealths([d for batch in sequential for d in batch], m, centre)
     end = 0
-    for k, batch in enumerate(blocks.batches[: first - 1], start=1):
-        out.append(max(wealth[end : end + len(batch)]) * spending(alpha, k, looks))
+    for k, batch in enumerate(sequential, start=1):
+        out.append(max(wealth[end : end + len(batch)]) * schedule.spent(k))
         end += len(batch)
-    for k in range(first, len(blocks.batches) + 1):
-        prefix = Blocks()
-        for batch, keys in zip(blocks.batches[:k], blocks.keys[:k], strict=True):
-            prefix.add(batch, keys)
-        share = spending(alpha, k, looks) - spending(alpha, k - 1, looks)
-        out.append(max(_wealths(prefix.means(), m, centre)) * share)
-    return out
+    k = len(blocks.batches)
+    if schedule.blocked(k) and schedule.block_alpha(k) > 0:
+        out.append(max(_wealths(blocks.means(), m, centre)) * schedule.block_alpha(k))
+    return out or [0.0]
 
 
-def _bound(blocks: Blocks, centre: float, alpha: float, looks: int) -> float:
+def _bound(blocks: Blocks, centre: float) -> float:
     if not blocks.batches:
         return -1.0
-    crosses = lambda m: max(_ratios(blocks, m, centre, alpha, looks)) >= 1.0  # noqa: E731
+    crosses = lambda m: max(_ratios(blocks, m, centre)) >= 1.0  # noqa: E731
     low, high = -1.0 + 1e-9, 1.0
     if not crosses(low):
         return -1.0

@@ -8,13 +8,14 @@ size and any rewards (zeros, the most common difference with 0/1 rewards, carry 
 not move it); no normal approximation is involved. The unit is the task
 (`moscopt.optimizer.policies.blocks`): a task's differences flip together.
 
-While every task is new, the test is sequential over the looks: with alpha = 1 - confidence and
-K looks, look k may have spent alpha * (k/K)**0.25 in all (front-loaded: a real improvement
-should stop the test early). Its boundary is the smallest positive running sum whose null
-probability, over the paths still open, fits in what earlier looks left, computed by dynamic
-programming over the exact null. From the first look that repeats a task, each look tests the
-sum of the tasks' blocks at its own share of alpha (the union bound of `blocks`). Either way a
-no-op edit is accepted with probability at most alpha, however many looks are taken.
+While every task is new, the test is sequential over the looks: with alpha = 1 - confidence
+(alpha / 2 when tasks will repeat: `blocks.Schedule`) over those K looks, look k may have spent
+alpha * (k/K)**0.25 in all (front-loaded: a real improvement should stop the test early). Its
+boundary is the smallest positive running sum whose null probability, over the paths still open,
+fits in what earlier looks left, computed by dynamic programming over the exact null. Once tasks
+repeat, the sum of the tasks' blocks is tested at the last look, at the other alpha / 2 (looks
+before it only stop for futility). Either way a no-op edit is accepted with probability at most
+alpha, however many looks are taken.
 
 A look stops for futility ("clearly not better") when the conditional power under the current
 trend is below 20%: the standardised sum is at most sqrt(t) * (z[1 - alpha] + z[0.2] *
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Literal
 
-from moscopt.optimizer.policies.blocks import SPENDING_SHAPE, Blocks, spending
+from moscopt.optimizer.policies.blocks import SPENDING_SHAPE, Blocks, Schedule
 
 Outcome = Literal["crossed", "futile", "tie", "open", "cap"]
 
@@ -71,22 +72,25 @@ class SequentialSignFlip:
         *,
         shape: float = SPENDING_SHAPE,
         futility_power: float = FUTILITY_POWER,
+        repeats_from: int | None = None,
     ) -> None:
+        """`repeats_from`: the first look that repeats a task (None: none does)."""
         if not 0.0 < alpha < 0.5:
             raise ValueError(f"alpha must be within (0, 0.5), got {alpha}")
         if looks < 1:
             raise ValueError(f"looks must be at least 1, got {looks}")
         self.alpha, self.looks, self.shape = alpha, looks, shape
+        self.schedule = Schedule(alpha, looks, repeats_from)
         z_alpha = NormalDist().inv_cdf(1.0 - alpha)
         z_power = NormalDist().inv_cdf(futility_power)
         self._futility = [
             math.sqrt(t) * (z_alpha + z_power * math.sqrt(1.0 - t))
             for t in (k / looks for k in range(1, looks))
         ]
-        self._blocks = Blocks()
+        self._blocks = Blocks(self.schedule)
         self._batches: list[list[int]] = []
         self._sum = 0
-        self._p_value = 1.0  # the smallest adjusted p-value of the blocked looks so far
+        self._p_value = 1.0  # the sequential phase's p-value (adjusted to alpha)
 
     def look(self, diffs: Sequence[float], keys: Sequence[Hashable] | None = None) -> Look:
         if len(self._batches) >= self.looks:
@@ -95,7 +99,7 @@ class SequentialSignFlip:
         self._blocks.add(units, keys)
         self._batches.append(units)
         self._sum += sum(units)
-        if self._blocks.blocked:
+        if self.schedule.blocked(len(self._batches)):
             return self._blocked()
         scale = math.gcd(*(abs(u) for batch in self._batches for u in batch)) or 1
         null: dict[int, float] = {0: 1.0}
@@ -115,10 +119,11 @@ class SequentialSignFlip:
         raise AssertionError("unreachable")
 
     def _spent(self, k: int) -> float:
-        return spending(self.alpha, k, self.looks, self.shape)
+        return self.schedule.spent(k, self.shape)
 
     def _blocked(self) -> Look:
-        """A look once a task has repeated: the tasks' sums, at this look's share of alpha."""
+        """A look once tasks repeat: the sum of the tasks' sums, which crosses only at the last
+        look, at its part of alpha (`blocks.Schedule`)."""
         k = len(self._batches)
         sums = [int(round(v)) for v in self._blocks.sums()]
         scale = math.gcd(*(abs(v) for v in sums)) or 1
@@ -126,18 +131,19 @@ class SequentialSignFlip:
         for v in sums:
             if v:
                 null = _flip(null, abs(v) // scale)
-        share = self._spent(k) - self._spent(k - 1)
-        boundary, _ = _boundary(null, share)
+        share = self.schedule.block_alpha(k)
+        boundary, _ = _boundary(null, share) if share > 0 else (math.inf, 0.0)
         observed = self._sum // scale
         sum_sq = sum((v // scale) ** 2 for v in sums)
         tail = sum(w for v, w in null.items() if v >= observed)
-        self._p_value = min(self._p_value, tail * self.alpha / share)
+        part = self.alpha - self.schedule.sequential_alpha
+        p_value = min(self._p_value, tail * self.alpha / part)
         n = sum(len(b) for b in self._batches)
         edge = boundary - 1 if boundary < math.inf else max(null)
         outcome = self._outcome(observed, boundary, k, sum_sq)
         z = observed / math.sqrt(sum_sq) if sum_sq else 0.0
         mean, critical = observed * scale / RESOLUTION / n, edge * scale / RESOLUTION / n
-        return Look(outcome, min(1.0, self._p_value), mean, critical, z)
+        return Look(outcome, min(1.0, p_value), mean, critical, z)
 
     def _stops(self, k: int, total: int, sum_sq: int) -> bool:
         """Whether a path at running sum `total` stops at look k < K without crossing: all
@@ -162,9 +168,10 @@ class SequentialSignFlip:
         critical = edge * scale / RESOLUTION / n
         mean = observed * scale / RESOLUTION / n
         p_value = min(1.0, spent + sum(w for v, w in null.items() if v >= observed))
+        self._p_value = min(1.0, p_value * self.alpha / self.schedule.sequential_alpha)
         z = observed / math.sqrt(sq) if sq else 0.0
         outcome = self._outcome(observed, boundary, len(self._batches), sq)
-        return Look(outcome, p_value, mean, critical, z)
+        return Look(outcome, self._p_value, mean, critical, z)
 
 
 def _flip(null: dict[int, float], magnitude: int) -> dict[int, float]:
