@@ -98,7 +98,9 @@ class Blocks:
 
     def add(self, diffs: Sequence[float], keys: Sequence[Hashable] | None = None) -> None:
         n = sum(len(b) for b in self.batches)
-        keyed = list(keys) if keys is not None else [("obs", n + i) for i in range(len(diffs))]
+        keyed: list[Hashable] = (
+            list(keys) if keys is not None else [("obs", n + i) for i in range(len(diffs))]
+        )
         if len(keyed) != len(diffs):
             raise ValueError(f"{len(diffs)} differences but {len(keyed)} task keys")
         k = len(self.batches) + 1

@@ -125,7 +125,7 @@ class SequentialSignFlip:
         """A look once tasks repeat: the sum of the tasks' sums, which crosses only at the last
         look, at its part of alpha (`blocks.Schedule`)."""
         k = len(self._batches)
-        sums = [int(round(v)) for v in self._blocks.sums()]
+        sums = [round(v) for v in self._blocks.sums()]
         scale = math.gcd(*(abs(v) for v in sums)) or 1
         null: dict[int, float] = {0: 1.0}
         for v in sums:
