@@ -24,8 +24,9 @@ the very answers whose failures triggered the edit.
 More tasks, not only more repeats: the validation split is the pool of held-out tasks a decision
 draws from. With L tasks per look smaller than the split (`optimizer.val_look`; unset, 20 when the
 split holds 40 or more: `blocks.look_size`), look s of a decision evaluates L tasks: the first
-look the split's first L (the tasks every validation score is reported on), each further look the next L tasks of the split not yet seen (in the split's seeded order), and
-only once every task has been seen are tasks repeated, at the next sample index (`look_tasks`).
+look the split's first L (the tasks every validation score is reported on), each further look
+the next L tasks of the split not yet seen (in the split's seeded order), and only once every
+task has been seen are tasks repeated, at the next sample index (`look_tasks`).
 The schedule is a pure function of the look, the same for every pool and decision: the incumbent
 and the candidate meet the same tasks, an incumbent's looks are cached and shared by every
 decision against it, and a resumed run makes the same decisions. Different tasks carry more
