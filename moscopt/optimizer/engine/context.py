@@ -175,6 +175,17 @@ class Context:
                     return router
         return make_router(self.config, pool, self.agent_lm, stats=stats)
 
+    def start_router(self, pool: Pool) -> Router:
+        """The router `pool` would have had at the start of the run: no statistics, nothing
+        learned by the extensions (`Extension.start_router`)."""
+        stats = GateStats(c_min=self.config.credit.c_min)
+        if not (len(pool) == 1 and self.config.pool.k == 1):
+            for extension in self.extensions:
+                router = extension.start_router(self, pool, stats)
+                if router is not None:
+                    return router
+        return make_router(self.config, pool, self.agent_lm, stats=stats)
+
     def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:
         return agent_for(
             self.agent_lm,

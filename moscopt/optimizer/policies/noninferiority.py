@@ -125,7 +125,7 @@ def least_tasks(margin: float, level: float) -> float:
     return n
 
 
-def _wealths(ds: Sequence[float], m: float, centre: float) -> list[float]:
+def wealths(ds: Sequence[float], m: float, centre: float) -> list[float]:
     """The wealth after each difference of `ds`, in order, against H0: mean <= m, each stake
     chosen at `centre` from the differences before it (`FIRST_FRACTION` first, then aGRAPA);
     it decreases as m grows (each factor 1 + f (d - m) / (1 + m) does)."""
@@ -151,14 +151,14 @@ def _ratios(blocks: Blocks, m: float, centre: float) -> list[float]:
     schedule = blocks.schedule
     out: list[float] = []
     sequential = [b for k, b in enumerate(blocks.batches, 1) if not schedule.blocked(k)]
-    wealth = _wealths([d for batch in sequential for d in batch], m, centre)
+    wealth = wealths([d for batch in sequential for d in batch], m, centre)
     end = 0
     for k, batch in enumerate(sequential, start=1):
         out.append(max(wealth[end : end + len(batch)]) * schedule.spent(k))
         end += len(batch)
     k = len(blocks.batches)
     if schedule.blocked(k) and schedule.block_alpha(k) > 0:
-        out.append(max(_wealths(blocks.means(), m, centre)) * schedule.block_alpha(k))
+        out.append(max(wealths(blocks.means(), m, centre)) * schedule.block_alpha(k))
     return out or [0.0]
 
 
