@@ -5,9 +5,9 @@ routes it) and the pool the run started from (its `train_start` checkpoint, rout
 start: no statistics, no memory, a router that has learned nothing: `Context.start_router`) are
 rolled out on the same held-out tasks with the same sample indices
 (`training.certificate_samples` of them; the provider seed is shared, so the two are paired), and
-compared per task: d_t = final - seed, averaged over the samples. The held-out tasks are the test split, else the validation
-tasks no decision used (`optimizer.p_val` < 1); with neither, or when the run kept the pool it
-started from, the certificate is `skipped` and says why.
+compared per task: d_t = final - seed, averaged over the samples. The held-out tasks are the
+test split, else the validation tasks no decision used (`optimizer.p_val` < 1); with neither,
+or when the run kept the pool it started from, the certificate is `skipped` and says why.
 
 The interval is a 95% confidence interval for the mean difference over the tasks the held-out
 ones stand for, by betting (`moscopt.optimizer.policies.interval`: valid for any differences
