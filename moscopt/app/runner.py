@@ -87,7 +87,9 @@ def train(
         preload_router(config.llm)
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
-    for m in messages:
+    from moscopt.planning.feasibility import config_notes  # before any call: what cannot act
+
+    for m in [*messages, *config_notes(config, splits)]:
         if notes:
             notes(m)
     ref = benchmark_ref(bench)

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from moscopt.agent.evaluate import run_tasks
 from moscopt.lm.batch import can_wait, wave_concurrency
 from moscopt.optimizer.policies.acceptance import Acceptance, Direction, Verdict
-from moscopt.optimizer.policies.blocks import look_size
+from moscopt.optimizer.policies.blocks import look_size, look_tasks
 from moscopt.run.ledger import Decision, Validation
 
 if TYPE_CHECKING:
@@ -207,16 +207,6 @@ def decision(policy: Acceptance, verdict: Verdict) -> Decision:
         high=min(1.0, verdict.high),
         reason=verdict.reason,
     )
-
-
-def look_tasks(pool: int, size: int, look: int) -> list[tuple[int, int]]:
-    """(task index in the split, sample index) of each task of look `look` (from 0): looks
-    walk the split `size` tasks at a time, and a task comes back only after the whole split,
-    at the next sample index. With `size == pool`, look s is every task at sample s."""
-    if not 0 < size <= pool or look < 0:
-        raise ValueError(f"a look of {size} tasks out of {pool}, look {look}: out of range")
-    start = look * size
-    return [((start + j) % pool, (start + j) // pool) for j in range(size)]
 
 
 def by_sample(plan: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]]:

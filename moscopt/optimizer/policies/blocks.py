@@ -42,6 +42,16 @@ def spending(alpha: float, k: int, looks: int, shape: float = SPENDING_SHAPE) ->
     return alpha * (min(k, looks) / looks) ** shape if k > 0 else 0.0
 
 
+def look_tasks(pool: int, size: int, look: int) -> list[tuple[int, int]]:
+    """(task index in the split, sample index) of each task of look `look` (from 0): looks
+    walk the split `size` tasks at a time, and a task comes back only after the whole split,
+    at the next sample index. With `size == pool`, look s is every task at sample s."""
+    if not 0 < size <= pool or look < 0:
+        raise ValueError(f"a look of {size} tasks out of {pool}, look {look}: out of range")
+    start = look * size
+    return [((start + j) % pool, (start + j) // pool) for j in range(size)]
+
+
 @dataclass(frozen=True)
 class Schedule:
     """How a test of `looks` looks at `alpha` spends it when tasks repeat from look
