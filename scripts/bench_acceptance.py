@@ -77,7 +77,6 @@ from moscopt.core.stats import mean_ci
 from moscopt.lm.base import LM
 from moscopt.lm.factory import build_lm
 from moscopt.optimizer.engine.validation import by_sample
-from moscopt.optimizer.policies.blocks import look_tasks
 from moscopt.optimizer.policies.acceptance import (
     Acceptance,
     Direction,
@@ -85,6 +84,7 @@ from moscopt.optimizer.policies.acceptance import (
     Verdict,
     make_acceptance,
 )
+from moscopt.optimizer.policies.blocks import look_tasks
 from moscopt.routing.gate import FixedSkills
 from moscopt.testing import FakeServer
 from moscopt.testing.worlds import RuleWorld

@@ -27,6 +27,7 @@ from moscopt.app.workspace import create_run, make_trainer
 from moscopt.config import Config
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
+from moscopt.planning.feasibility import config_notes
 from moscopt.routing.build import gate_stats, make_router
 from moscopt.run.fsio import atomic_write_text
 
@@ -87,9 +88,7 @@ def train(
         preload_router(config.llm)
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
-    from moscopt.planning.feasibility import config_notes  # before any call: what cannot act
-
-    for m in [*messages, *config_notes(config, splits)]:
+    for m in [*messages, *config_notes(config, splits)]:  # before any call: what cannot act
         if notes:
             notes(m)
     ref = benchmark_ref(bench)
