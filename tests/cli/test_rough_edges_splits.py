@@ -15,7 +15,7 @@ from moscopt.testing import FakeServer
 from moscopt.testing.scripted import ADDITION_SPEC, server_responder
 
 runner = CliRunner()
-ROWS = 14  # the addition.jsonl of write_project
+ROWS = 16  # the addition.jsonl of write_project
 
 
 def test_a_small_data_file_says_in_one_line_what_was_asked_and_what_it_got(
@@ -32,13 +32,13 @@ def test_a_small_data_file_says_in_one_line_what_was_asked_and_what_it_got(
     warned = [r.getMessage() for r in caplog.records]
     assert len(warned) == 1 and "\n" not in warned[0]
     shown = f"{got['train']}/{got['val']}/{got['test']}"
-    assert "only 14 tasks for train/val/test 20/4/4" in warned[0] and f"are {shown}" in warned[0]
+    assert "only 16 tasks for train/val/test 20/4/4" in warned[0] and f"are {shown}" in warned[0]
 
 
 def test_data_that_fits_says_nothing(project: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="moscopt.benchmarks"):
         splits = get_benchmark(str(project / "addition.yaml")).load(data=project / "addition.jsonl")
-    assert splits.sizes() == {"train": 8, "val": 4, "test": 2} and not caplog.records
+    assert splits.sizes() == {"train": 8, "val": 6, "test": 2} and not caplog.records
 
 
 def eval_json(*extra: str) -> dict[str, object]:
