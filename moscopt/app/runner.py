@@ -88,9 +88,6 @@ def train(
         preload_router(config.llm)
     bench, splits = resolve_benchmark(config, benchmark)
     pool, messages = starting_pool(skills_dir, config)
-    for m in [*messages, *config_notes(config, splits)]:  # before any call: what cannot act
-        if notes:
-            notes(m)
     ref = benchmark_ref(bench)
     config = config.model_copy(update={"benchmark": ref})
     if config.data.path is not None:  # the frozen config must work from any directory
@@ -99,6 +96,8 @@ def train(
     path = run_path or default_run_path(config, project_root, bench.name)
     check_models(config)
     run = create_run(path, config, pool, ref, splits)
+    for m in [*messages, *config_notes(config, splits)] if notes else []:  # before any call
+        notes(m)  # type: ignore[misc]
     if started is not None:
         started(run.path)
     with run.locked():

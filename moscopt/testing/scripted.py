@@ -183,7 +183,7 @@ source:
   local:
     files: [addition.jsonl]
     fields: {id: id, question: question, answer: answer}
-splits: {train: 8, val: 6, test: 2, seed: 1}
+splits: {train: 6, val: 6, test: 2, seed: 1}
 grader: exact
 answer_instructions: "End with FINAL ANSWER: <n>"
 """
@@ -202,7 +202,7 @@ def write_project(root: Path, seed_dir: Path, config: str = "") -> None:
     (root / "addition.yaml").write_text(ADDITION_SPEC)
     rows = [
         {"id": f"a{i}", "question": f"Compute {i} + {i}.", "answer": str(2 * i)}
-        for i in range(1, 17)
+        for i in range(1, 15)
     ]
     (root / "addition.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 

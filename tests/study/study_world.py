@@ -45,7 +45,7 @@ def project(root: Path, seed_dir: Path) -> Path:
     write_project(root, seed_dir, CONFIG)
     spec = root / "addition.yaml"
     spec.write_text(
-        spec.read_text().replace("{train: 8, val: 6, test: 2", "{train: 4, val: 6, test: 2")
+        spec.read_text().replace("{train: 6, val: 6, test: 2", "{train: 4, val: 6, test: 2")
     )
     return root
 
