@@ -44,9 +44,18 @@ task carry less than new tasks. `--parts m`: graded rewards, m parts per answer 
 `RuleWorld.parts`, scored by `moscopt.testing.worlds.grade_parts`), `--agreement a` how much
 the parts of one answer stand or fall together. The pool is used in train mode only.
 
+The task is the unit (issue 37): every decision tells the test which task each reward comes
+from, so repeats of a task count once however many samples are drawn.
+
+Stream mode with memorising edits (`--memorising N`): N real streams (`moscopt stream`'s engine,
+`moscopt.testing.memorising`) of `--stream-tasks` additions in a world where every edit only
+memorises the answers of the tasks the proposer was shown: the share of edits accepted, with
+its 95% interval (decisions replay held-out tasks the proposer never saw, so none should pass).
+
 Usage: python scripts/bench_acceptance.py [--decisions 200] [--per-incumbent 20]
        [--tasks 10,20] [--modes train,stream,stream-old] [--policies strict,paired]
        [--noise prompt|seed] [--pool N] [--consistency C] [--parts M]
+       [--memorising N [--stream-tasks 32]]
 """
 
 from __future__ import annotations
@@ -67,7 +76,7 @@ from moscopt.core.skills import Pool
 from moscopt.core.stats import mean_ci
 from moscopt.lm.base import LM
 from moscopt.lm.factory import build_lm
-from moscopt.optimizer.engine.validation import by_sample, look_tasks
+from moscopt.optimizer.engine.validation import by_sample
 from moscopt.optimizer.policies.acceptance import (
     Acceptance,
     Direction,
@@ -75,6 +84,7 @@ from moscopt.optimizer.policies.acceptance import (
     Verdict,
     make_acceptance,
 )
+from moscopt.optimizer.policies.blocks import look_tasks
 from moscopt.routing.gate import FixedSkills
 from moscopt.testing import FakeServer
 from moscopt.testing.worlds import RuleWorld
@@ -121,6 +131,10 @@ class Validator:
                 rewards += [r.reward for r in rollouts]
             self.cache[key] = rewards
         return self.cache[key]
+
+    def keys(self, look: int) -> list[int]:
+        """The task of each reward of look `look` (the tests take the task as the unit)."""
+        return [i for i, _ in look_tasks(len(self.tasks), self.look, look)]
 
     def rewards(self, pool: Pool, role: str) -> Rewards:
         async def of(s: int) -> list[float]:
@@ -175,6 +189,7 @@ async def run(
             validator.rewards(incumbent, "incumbent"),
             validator.rewards(candidate, "candidate"),
             direction=direction,
+            tasks=validator.keys,
         )
         verdicts.append(verdict)
     return verdicts
@@ -339,6 +354,29 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
             print(f"paired, {t} tasks, {mode}: " + ", ".join(parts))
 
 
+def memorising(streams: int, tasks: int) -> None:
+    """Stream mode with memorising edits: edits accepted of those decided, with a Wilson
+    interval over the edits (and the streams' spread)."""
+    import tempfile
+    from pathlib import Path
+
+    from moscopt.testing.memorising import memorising_stream
+
+    accepted = decided = 0
+    per_stream = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(streams):
+            a, d = memorising_stream(Path(tmp) / f"s{seed}", seed_skills_dir(), n=tasks, seed=seed)
+            accepted, decided = accepted + a, decided + d
+            per_stream.append((a, d))
+    rate, low, high = mean_ci([1.0] * accepted + [0.0] * (decided - accepted))
+    print(
+        f"stream, memorising edits ({streams} streams of {tasks} tasks, window 8, one task in 4 "
+        f"held out): {accepted} of {decided} edits accepted, {rate:.1%} [95% {low:.1%}, "
+        f"{high:.1%}] (per stream: {', '.join(f'{a}/{d}' for a, d in per_stream)})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--decisions", type=int, default=200, help="per row")
@@ -352,6 +390,8 @@ def main() -> None:
     parser.add_argument("--consistency", type=float, default=0.0, help="usual answers' share")
     parser.add_argument("--parts", type=int, default=1, help="parts per answer (graded)")
     parser.add_argument("--agreement", type=float, default=0.5, help="graded: parts' agreement")
+    parser.add_argument("--memorising", type=int, default=0, help="memorising streams")
+    parser.add_argument("--stream-tasks", type=int, default=32, help="tasks per stream")
     args = parser.parse_args()
     args.tasks = [int(t) for t in args.tasks.split(",")]
     args.modes = args.modes.split(",")
@@ -360,8 +400,11 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown mode(s) {unknown}: use {', '.join(MODES)}")
     started = time.perf_counter()
-    rows = asyncio.run(measure(args))
-    report(rows, args)
+    if args.memorising:
+        memorising(args.memorising, args.stream_tasks)
+    else:
+        rows = asyncio.run(measure(args))
+        report(rows, args)
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

@@ -30,6 +30,7 @@ from moscopt.config import Config
 from moscopt.core import yamlio
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
+from moscopt.planning.feasibility import config_notes
 from moscopt.routing.build import gate_stats, make_router
 from moscopt.run.eval_files import new_results_path
 from moscopt.run.fsio import atomic_write_text
@@ -77,9 +78,6 @@ def train(
         preload_router(config.llm)
     bench, splits, spec = training_benchmark(config, benchmark, tasks, held_out)
     pool, messages = starting_pool(skills_dir, config)
-    for m in messages:
-        if notes:
-            notes(m)
     if config.data.path is not None:  # the frozen config must work from any directory
         data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
         config = config.model_copy(update={"data": data})
@@ -94,6 +92,8 @@ def train(
     run = create_run(path, config, pool, ref, splits)
     if spec is not None:
         atomic_write_text(path / TASKS_SPEC, yamlio.dump(spec.model_dump(mode="json")))
+    for m in [*messages, *config_notes(config, splits)] if notes else []:  # before any call
+        notes(m)  # type: ignore[misc]
     if started is not None:
         started(run.path)
     with run.locked():

@@ -134,6 +134,7 @@ def shape_of(
     """The run's shape, as the trainer will see it (`engine.skills_phase.batches` and friends),
     from epoch `start_epoch` (a resumed run's epochs done) to the last."""
     from moscopt.agent.skill_agent import agent_tools
+    from moscopt.optimizer.policies.blocks import look_size
     from moscopt.planning.serial import real_concurrency
     from moscopt.routing.build import uses_llm_gate
 
@@ -162,7 +163,7 @@ def shape_of(
         k=k,
         epochs=max(0, config.training.epochs - start_epoch),
         batch_sizes=tuple(sizes),
-        val=min(opt.val_look or n_val, n_val),
+        val=look_size(n_val, opt.val_look),
         val_pool=n_val,
         steps=steps,
         gate_calls=selections if routed else 0,

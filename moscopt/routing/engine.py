@@ -210,3 +210,7 @@ class FamiliarityExtension(Extension):
 
     def router(self, ctx: Context, pool: Pool, stats: GateStats) -> Router | None:
         return self.runtime.router(pool, stats)
+
+    def start_router(self, ctx: Context, pool: Pool, stats: GateStats) -> Router | None:
+        """New heads, as the run started with (they are seeded: the same ones)."""
+        return FamiliarityRuntime(ctx, None).router(pool, stats)

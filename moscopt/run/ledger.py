@@ -271,8 +271,8 @@ class CertificateEvent(BaseEvent):
     mean_diff: float | None = None  # final - seed, mean over the tasks
     low: float | None = None  # 95% interval of mean_diff
     high: float | None = None
-    p_value: float | None = None  # two-sided, exact (sign flips of the per-task differences)
-    detectable: float | None = None  # the smallest |mean_diff| the verdict could call a change
+    p_value: float | None = None  # two-sided, by betting on the per-task differences
+    detectable: float | None = None  # the smallest gain these tasks could show (None: too few)
     seed_checkpoint: str | None = None  # what `moscopt export` can hand back
     reason: str = ""  # why skipped
 

@@ -72,7 +72,7 @@ def make_tasks(prefix: str, n_per_niche: int, start: int = 0) -> list[Task]:
     return out
 
 
-def make_splits(train: int = 12, val: int = 8, test: int = 8) -> Splits:
+def make_splits(train: int = 12, val: int = 24, test: int = 8) -> Splits:
     """Tasks per niche in each split (A and B alternate)."""
     return Splits(
         train=make_tasks("train", train), val=make_tasks("val", val), test=make_tasks("test", test)
@@ -211,7 +211,15 @@ class NicheWorld:
         }
 
 
-def stream_world(path: Path, seed_dir: Path, *, transfer: bool = True, n: int = 24) -> Any:
+def stream_world(
+    path: Path,
+    seed_dir: Path,
+    *,
+    transfer: bool = True,
+    n: int = 24,
+    window: int = 8,
+    hold_every: int = 4,
+) -> Any:
     """Create (or reopen) a stream run of `n` tasks per niche in the niche world and run it to
     the end with a `FakeLM`; the `StreamOutcome`. A resumed call continues where it stopped."""
     import asyncio
@@ -231,7 +239,8 @@ def stream_world(path: Path, seed_dir: Path, *, transfer: bool = True, n: int = 
     if not resumed:
         pool = make_pool(seeds.gate)  # type: ignore[arg-type]
         run = RunDir.create(path, config, pool, initial_state(config, pool, "offline", splits))
-        write_stream_file(run, {"settings": StreamSettings().__dict__})
+        settings = StreamSettings(window=window, hold_every=hold_every)
+        write_stream_file(run, {"settings": settings.__dict__})
     lm = FakeLM(routes=NicheWorld(tasks).routes())
     stream = make_stream(
         run=RunDir.open(path),
@@ -241,8 +250,11 @@ def stream_world(path: Path, seed_dir: Path, *, transfer: bool = True, n: int = 
         agent_lm=lm,
         optimizer_lm=lm,
         seeds=seeds,
+        window=window,
+        hold_every=hold_every,
     )
-    return asyncio.run(finish(stream, StreamSettings(), resumed))
+    settings = StreamSettings(window=window, hold_every=hold_every)
+    return asyncio.run(finish(stream, settings, resumed))
 
 
 if __name__ == "__main__":  # python -m moscopt.testing.niche_world RUN_DIR SEED_DIR

@@ -40,7 +40,7 @@ def tasks(prefix: str, n: int) -> list[Task]:
     ]
 
 
-def splits(n_train: int = 4, n_val: int = 4, n_test: int = 2) -> Splits:
+def splits(n_train: int = 4, n_val: int = 6, n_test: int = 2) -> Splits:
     return Splits(
         train=tasks("train", n_train), val=tasks("val", n_val), test=tasks("test", n_test)
     )
@@ -141,7 +141,7 @@ def scripted_lm() -> FakeLM:
 
 
 def make_run(
-    tmp_path: Path, seed_dir: Path, *, val_tasks: int = 4, **overrides: Any
+    tmp_path: Path, seed_dir: Path, *, val_tasks: int = 6, **overrides: Any
 ) -> tuple[RunDir, Config, Benchmark, Splits, Pool]:
     seeds = Pool.load(seed_dir, require_gate=True)
     names = ("careful-computation", "cautious-planner", "detail-verifier")
@@ -188,7 +188,7 @@ source:
   local:
     files: [addition.jsonl]
     fields: {id: id, question: question, answer: answer}
-splits: {train: 8, val: 4, test: 2, seed: 1}
+splits: {train: 6, val: 6, test: 2, seed: 1}
 grader: exact
 answer_instructions: "End with FINAL ANSWER: <n>"
 """

@@ -17,7 +17,8 @@ from moscopt.lm.base import LMRequest
 from moscopt.testing import FakeLM
 from moscopt.testing.scripted import MAGIC, edit, gold_of, skill_name
 
-ROWS = [{"id": f"t{i}", "question": f"Compute {i} + {i}.", "answer": str(2 * i)} for i in range(12)]
+# 30 rows: 6 validation tasks, the fewest on which an edit can show itself better (issue 37)
+ROWS = [{"id": f"t{i}", "question": f"Compute {i} + {i}.", "answer": str(2 * i)} for i in range(30)]
 CONFIG = {
     "pool.n": 3,
     "pool.k": 2,
@@ -96,7 +97,7 @@ def test_a_function_is_an_lm_and_tasks_may_come_split() -> None:
         seen.append(len(messages))
         return f"FINAL ANSWER: {gold_of(messages[-1]['content'])}"
 
-    split = {"train": ROWS[:4], "val": ROWS[4:6], "test": ROWS[6:]}
+    split = {"train": ROWS[:4], "val": ROWS[4:6], "test": ROWS[6:12]}
     report = moscopt.evaluate(split, grader="numeric", lm=my_model)
     assert report.score == 1.0 and report.tasks == 6 and seen
 

@@ -55,7 +55,7 @@ def test_eval_exits_nonzero_when_tasks_errored(
     monkeypatch.syspath_prepend(str(project))
     custom = "grader: custom\ngrader_entry: flaky_grader:grade"
     spec = ADDITION_SPEC.replace("grader: exact", custom)
-    spec = spec.replace("test: 2", "test: 12").replace("train: 8, val: 4", "train: 1, val: 1")
+    spec = spec.replace("test: 2", "test: 12").replace("train: 6, val: 6", "train: 1, val: 1")
     (project / "flaky.yaml").write_text(spec)
     with FakeServer(responder=server_responder) as server:
         args = ["--benchmark", "flaky.yaml", "--data", "addition.jsonl", "--model", "openai/x"]

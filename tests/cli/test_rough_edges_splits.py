@@ -23,7 +23,7 @@ def test_a_small_data_file_says_in_one_line_what_was_asked_and_what_it_got(
 ) -> None:
     spec = project / "big.yaml"
     spec.write_text(
-        ADDITION_SPEC.replace("train: 8, val: 4, test: 2", "train: 20, val: 4, test: 4")
+        ADDITION_SPEC.replace("train: 6, val: 6, test: 2", "train: 20, val: 4, test: 4")
     )
     with caplog.at_level(logging.WARNING, logger="moscopt.benchmarks"):
         splits = get_benchmark(str(spec)).load(data=project / "addition.jsonl")
@@ -38,7 +38,7 @@ def test_a_small_data_file_says_in_one_line_what_was_asked_and_what_it_got(
 def test_data_that_fits_says_nothing(project: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="moscopt.benchmarks"):
         splits = get_benchmark(str(project / "addition.yaml")).load(data=project / "addition.jsonl")
-    assert splits.sizes() == {"train": 8, "val": 4, "test": 2} and not caplog.records
+    assert splits.sizes() == {"train": 6, "val": 6, "test": 2} and not caplog.records
 
 
 def eval_json(*extra: str) -> dict[str, object]:
@@ -57,7 +57,7 @@ def test_split_all_evaluates_every_row_of_the_data_not_the_union_of_the_splits(
 ) -> None:
     # splits of 3 + 2 + 1 tasks out of 14 rows: "all" once meant those 6
     (project / "small.yaml").write_text(
-        ADDITION_SPEC.replace("train: 8, val: 4, test: 2", "train: 3, val: 2, test: 1")
+        ADDITION_SPEC.replace("train: 6, val: 6, test: 2", "train: 3, val: 2, test: 1")
     )
     every = eval_json("--split", "all")
     assert every["tasks"] == ROWS and every["split"] == "all"
@@ -67,7 +67,7 @@ def test_split_all_evaluates_every_row_of_the_data_not_the_union_of_the_splits(
 
 def test_split_sizes_and_seed_set_on_the_command_line(project: Path) -> None:
     (project / "small.yaml").write_text(
-        ADDITION_SPEC.replace("train: 8, val: 4, test: 2", "train: 3, val: 2, test: 1")
+        ADDITION_SPEC.replace("train: 6, val: 6, test: 2", "train: 3, val: 2, test: 1")
     )
     sized = ["--set", "data.split_sizes={train: 2, val: 2, test: 9}"]
     assert eval_json(*sized)["tasks"] == 9

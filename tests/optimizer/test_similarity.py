@@ -43,14 +43,15 @@ def test_a_pool_alike_by_difflib_is_caught_at_the_calibrated_threshold(seed_dir:
     sim = mean_pairwise_similarity(list(bodies.values()), "difflib")[0]
     assert 0.412 < sim < 0.85
     pool = Pool(skills=tuple(Skill(name=n, description="d", body=b) for n, b in bodies.items()))
-    state = RunState(q={"a": 0.9, "b": 0.5, "c": 0.1}, activations=dict.fromkeys(bodies, 9))
+    # no skill ranked: none is eliminated, so the cycle's place (M = 1) goes to the diversity step
+    state = RunState(q={"a": 0.9, "b": 0.5, "c": 0.1}, activations=dict.fromkeys(bodies, 0))
     config = load_config(
         None,
         {
             "pool.n": 3,
             "pool.k": 1,
             "evolution.embedding_model": "difflib",
-            "evolution.eliminate": 0,
+            "evolution.eliminate": 1,
             "evolution.fresh_skills": 0,
             "evolution.diversity_threshold": 0.85,
         },

@@ -142,7 +142,7 @@ def test_history_of_a_resumed_run_is_that_of_an_uninterrupted_one(
             raise Crash()
         return scripted.evolving(request)
 
-    overrides = {"evolution.enabled": True, "credit.c_min": 1, "optimizer.margin": 0.3}
+    overrides = {"evolution.enabled": True, "credit.c_min": 1, "optimizer.margin": 0.6}
     with pytest.raises(Crash):
         scripted.train(tmp_path / "a", crashing, **overrides)
     run = scripted.train(tmp_path / "a", scripted.evolving, resume=True, **overrides)

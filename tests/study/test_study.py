@@ -4,9 +4,10 @@ In the scripted world the agent succeeds iff a skill holds the magic rule, and E
 the rule only after seeing its first (useless) edit rejected. So the full method reaches 1.0,
 the reflect-edit ablation (no rejection buffer, no memory) never does, single-skill mode (its
 one skill is the one that gets the rule) matches the full method, and the no-skill baseline
-scores 0. Uninterrupted, the full method's skill phase ends at call 40 (the rule accepted),
-its gate phase at 44 and evolution at 47: the budget of 42 stops it in the gate phase, with room
-on either side for a resumed run whose replays make its calls fall a little differently.
+scores 0. Uninterrupted, the full method's training ends at call 63, its rule accepted just
+before (6 validation tasks, the fewest on which an edit can show itself better: issue 37): the
+budget of 62 stops it after the rule, with little room for a resumed run whose replays make its
+calls fall differently.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from moscopt.cli import app
 from moscopt.testing import FakeServer
 
 REPO = Path(__file__).resolve().parents[2]
-BUDGET = 42
+BUDGET = 62
 CONFIGS = "single-skill,reflect-edit,static,distilled,no-skill"  # and full: 6 configurations
 ORDER = ["full", "single-skill", "reflect-edit", "static", "distilled", "no-skill"]
 SEEDS = [42, 43, 44]
@@ -101,7 +102,8 @@ def test_a_study_runs_every_configuration_under_every_seed(
     for name in ("full", "single-skill", "reflect-edit"):
         assert all(0 < c <= BUDGET for c in rows[name]["training"]["calls_per_seed"].values())
     assert rows["full"]["training"]["stopped_at_budget"] == 3
-    assert rows["full"]["training"]["calls"] == BUDGET  # one call at a time: exactly the budget
+    # one call at a time: within one look (6 validation tasks) of the budget
+    assert BUDGET - 6 <= rows["full"]["training"]["calls"] <= BUDGET
     assert rows["reflect-edit"]["training"]["stopped_at_budget"] == 0
     assert rows["static"]["training"]["derived_from"] == "full"
     assert rows["no-skill"]["training"]["calls"] == 0
@@ -126,9 +128,10 @@ def test_a_finished_study_is_not_repeated_and_gives_the_same_table(
 
 def test_another_frame_is_refused(world: World, reference: dict[str, Any]) -> None:
     args = ablate(world.server.url, world.root, "studies/ref")
-    args[args.index("--budget-calls") + 1] = "43"
+    args[args.index("--budget-calls") + 1] = str(BUDGET + 1)
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2 and "budget_calls: 42 there, 43 now" in result.output
+    there = f"budget_calls: {BUDGET} there, {BUDGET + 1} now"
+    assert result.exit_code == 2 and there in result.output
 
 
 def moscopt(root: Path, *args: str) -> subprocess.Popen[bytes]:

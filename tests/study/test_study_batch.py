@@ -37,7 +37,7 @@ def test_a_batched_ablation_gives_the_unbatched_table(
         for name, extra in (("plain", []), ("batched", ["--batch"])):
             args = [
                 "ablate", *common(server.url), "--config", str(root / "moscopt.yaml"),
-                "--budget-calls", "60", "--seeds", "1", "--only", "reflect-edit",
+                "--budget-calls", "120", "--seeds", "1", "--only", "reflect-edit",
                 "--study", f"studies/{name}", "--no-cache", "--set", "llm.batch_poll=0.01",
                 *extra,
             ]  # fmt: skip

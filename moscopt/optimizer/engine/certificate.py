@@ -2,19 +2,21 @@
 
 The final pool (routed with the run's final statistics and memory, as `moscopt eval --run`
 routes it) and the pool the run started from (its `train_start` checkpoint, routed as at the
-start: no statistics, no memory) are rolled out on the same held-out tasks with the same sample
-indices (`training.certificate_samples` of them; the provider seed is shared, so the two are
-paired), and compared per task: d_t = final - seed, averaged over the samples. The held-out
-tasks are the test split, else the validation tasks no decision used (`optimizer.p_val` < 1);
-with neither, or when the run kept the pool it started from, the certificate is `skipped` and
-says why.
+start: no statistics, no memory, a router that has learned nothing: `Context.start_router`) are
+rolled out on the same held-out tasks with the same sample indices
+(`training.certificate_samples` of them; the provider seed is shared, so the two are paired), and
+compared per task: d_t = final - seed, averaged over the samples. The held-out tasks are the
+test split, else the validation tasks no decision used (`optimizer.p_val` < 1); with neither,
+or when the run kept the pool it started from, the certificate is `skipped` and says why.
 
-The verdict is an exact two-sided test (alpha 0.05, 0.025 a side) of the sign flips of the
-per-task differences, `SequentialSignFlip` with one look (tasks are the independent units):
-`better` when the final pool is ahead beyond chance, `worse` when it is behind, else `no
-detectable difference`; the interval is the mean difference plus or minus the critical distance,
-so `better` iff low > 0 and `worse` iff high < 0. Unless the verdict is `better`, the seed pool
-is written to `<run>/exports/seed` and the line says how to deploy it.
+The interval is a 95% confidence interval for the mean difference over the tasks the held-out
+ones stand for, by betting (`moscopt.optimizer.policies.interval`: valid for any differences
+within [-1, 1], ties included, and never of zero width). The verdict reads it: `better` when it
+lies above 0, `worse` when below, else `no detectable difference`. `detectable` is the smallest
+mean gain these tasks could ever show (every changed task moved from 0 to 1, none the other way;
+None: none, too few tasks). Only a `worse` verdict advises the seed pool; when nothing is
+detectable the line says the split is too small to tell. Unless the verdict is `better`, the
+seed pool is written to `<run>/exports/seed`.
 
 The certificate is a `certificate` event, recorded once per final pool (a resumed run that ends
 again with the same pool does not pay twice; the LM cache makes a repeat free anyway).
@@ -28,18 +30,17 @@ from typing import TYPE_CHECKING
 from moscopt.agent.evaluate import run_tasks
 from moscopt.lm.batch import can_wait, wave_concurrency
 from moscopt.optimizer.evolve import gather_all
-from moscopt.optimizer.policies.acceptance import SequentialSignFlip
-from moscopt.routing.gate import GateStats
+from moscopt.optimizer.policies.interval import mean_interval, p_value
 from moscopt.run.ledger import CertificateEvent, TrainStart
 
 if TYPE_CHECKING:
     from moscopt.benchmarks import Task
     from moscopt.core.skills import Pool
     from moscopt.optimizer.engine.context import Context
+    from moscopt.routing.gate import Router
     from moscopt.run.rundir import RunDir
 
 ALPHA = 0.05  # two-sided
-MIN_TASKS = 6  # the fewest tasks whose sign flips can reach 0.025 a side (2**-6 < 0.025)
 SEED_EXPORT = "seed"  # <run>/exports/seed: the starting pool, when training did not beat it
 
 
@@ -76,14 +77,16 @@ async def certify(ctx: Context) -> CertificateEvent:
         )
     else:
         seed = ctx.run.load_checkpoint(start.checkpoint)
-        fresh = GateStats(c_min=ctx.config.credit.c_min)  # the start: no statistics yet
         diffs, seed_total, final_total = [0.0] * len(tasks), 0.0, 0.0
-        both = ((final, ctx.live_stats(), True), (seed, fresh, False))
+        both = (
+            (final, ctx.router(final, ctx.live_stats()), True),
+            (seed, ctx.start_router(seed), False),  # as at the start: nothing learned yet
+        )
         runs = await gather_all(  # every pool and sample at once: none depends on another
             (
-                _rewards(ctx, pool, stats, tasks, s, memory=memory)
+                _rewards(ctx, pool, router, tasks, s, memory=memory)
                 for s in range(samples)
-                for pool, stats, memory in both
+                for pool, router, memory in both
             ),
             overlap=ctx.config.optimizer.overlap,
         )
@@ -113,30 +116,38 @@ async def certify(ctx: Context) -> CertificateEvent:
 
 
 def _verdict(diffs: list[float], samples: int) -> CertificateEvent:
-    up = SequentialSignFlip(ALPHA / 2, 1).look(diffs)
-    down = SequentialSignFlip(ALPHA / 2, 1).look([-d for d in diffs])
-    mean = math.fsum(diffs) / len(diffs)
-    verdict = (
-        "better"
-        if up.outcome == "crossed"
-        else "worse"
-        if down.outcome == "crossed"
-        else "no detectable difference"
-    )
+    low, high = mean_interval(diffs, ALPHA)
+    verdict = "better" if low > 0 else "worse" if high < 0 else "no detectable difference"
     return CertificateEvent(
         verdict=verdict,
         tasks=len(diffs),
         samples=samples,
-        mean_diff=mean,
-        low=max(-1.0, up.mean - up.critical),
-        high=min(1.0, up.mean + up.critical),
-        p_value=min(1.0, 2 * min(up.p_value, down.p_value)),
-        detectable=up.critical,
+        mean_diff=math.fsum(diffs) / len(diffs),
+        low=low,
+        high=high,
+        p_value=p_value(diffs),
+        detectable=detectable(len(diffs)),
     )
 
 
+def detectable(tasks: int) -> float | None:
+    """The smallest mean gain `tasks` held-out tasks could show (the best case: every changed
+    task gained 1, none lost); None when not even a gain on every task would."""
+
+    def shows(changed: int) -> bool:
+        return mean_interval([1.0] * changed + [0.0] * (tasks - changed), ALPHA)[0] > 0
+
+    if tasks < 1 or not shows(tasks):
+        return None
+    low, high = 0, tasks  # shows(high); more changed tasks never show less: bisect
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if shows(mid) else (mid, high)
+    return high / tasks
+
+
 async def _rewards(
-    ctx: Context, pool: Pool, stats: GateStats, tasks: list[Task], sample: int, *, memory: bool
+    ctx: Context, pool: Pool, router: Router, tasks: list[Task], sample: int, *, memory: bool
 ) -> list[float]:
     from moscopt.agent.build import agent_for
 
@@ -144,7 +155,7 @@ async def _rewards(
         ctx.agent_lm,
         ctx.benchmark,
         pool,
-        ctx.router(pool, stats),
+        router,
         ctx.config,
         **(ctx.agent_options() if memory else {}),
     )
@@ -174,22 +185,23 @@ def line(event: CertificateEvent, run: RunDir | None = None) -> str:
         f"[95% {event.low:+.3f}, {event.high:+.3f}], {where}"
     )
     text = f"certificate: {event.verdict.upper()} than the seed pool ({evidence})"
+    seed = f"{run.exports_dir / SEED_EXPORT}" if run is not None else "<run>/exports/seed"
     if event.verdict == "no detectable difference":
         text = f"certificate: NO DETECTABLE DIFFERENCE from the seed pool ({evidence})"
-        if event.tasks < MIN_TASKS:
+        if event.detectable is None:
             text += (
-                f"; {event.tasks} held-out tasks can never show a difference at 95% (the exact "
-                f"test needs {MIN_TASKS} or more)"
+                f"; {event.tasks} held-out tasks are too few to tell the pools apart at 95% "
+                "(more test tasks, or training.certificate_samples, are needed)"
             )
-        elif event.detectable:
+        else:
             text += (
-                f"; differences within {event.detectable:.3f} are not detectable here (more "
-                "test tasks or training.certificate_samples narrow it)"
+                f"; these tasks can show a gain of {event.detectable:.3f} or more at best, so "
+                "either pool may be the better one (more test tasks narrow the interval)"
             )
-    if event.verdict != "better":
-        seed = f"{run.exports_dir / SEED_EXPORT}" if run is not None else "<run>/exports/seed"
+        text += f". The starting pool is in {seed}, to compare (moscopt eval --skills {seed})"
+    elif event.verdict == "worse":
         text += (
-            ". Training did not show a gain over the pool it started from on held-out tasks: "
-            f"that pool is in {seed} (deploy it, or evaluate it: moscopt eval --skills {seed})"
+            ". Training made the pool worse on held-out tasks: deploy the pool it started "
+            f"from, in {seed} (or evaluate it: moscopt eval --skills {seed})"
         )
     return text

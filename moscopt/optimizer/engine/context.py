@@ -167,13 +167,20 @@ class Context:
 
     # -- routing and agents ----------------------------------------------------------------------
 
-    def router(self, pool: Pool, stats: GateStats) -> Router:
+    def router(self, pool: Pool, stats: GateStats, *, start: bool = False) -> Router:
+        """The router of `pool` (`start`: as at the start of the run, nothing learned by the
+        extensions: `Extension.start_router`)."""
         if not (len(pool) == 1 and self.config.pool.k == 1):
             for extension in self.extensions:
-                router = extension.router(self, pool, stats)
+                hook = extension.start_router if start else extension.router
+                router = hook(self, pool, stats)
                 if router is not None:
                     return router
         return make_router(self.config, pool, self.agent_lm, stats=stats)
+
+    def start_router(self, pool: Pool) -> Router:
+        """The router `pool` would have had at the start of the run: no statistics either."""
+        return self.router(pool, GateStats(c_min=self.config.credit.c_min), start=True)
 
     def agent(self, pool: Pool, stats: GateStats) -> SkillAgent:
         return agent_for(

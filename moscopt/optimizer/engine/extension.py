@@ -15,6 +15,8 @@ given, and may raise only `LMFatalError`:
 - `after_rollouts(ctx, rollouts)`: after each skill-editing minibatch is logged and credited,
   before the state is saved, so what it learns survives a resume;
 - `router(ctx, pool, stats)`: a router for the pool, or None to leave routing to the gate;
+- `start_router(ctx, pool, stats)`: the router it gave at the start of the run, before it learned
+  anything (the certificate routes the starting pool with it); None to leave it to the gate;
 - `proposal_evidence(ctx, name)`: a block of text added to the analysis a target's proposal
   sees, and ids that `proposal_decided` receives back; read-only, so a resumed run sees the same;
 - `proposal_decided(ctx, name, ids, outcome)`: the decision on that proposal (`Outcome`);
@@ -59,6 +61,9 @@ class Extension:
         return None
 
     def router(self, ctx: Context, pool: Pool, stats: GateStats) -> Router | None:
+        return None
+
+    def start_router(self, ctx: Context, pool: Pool, stats: GateStats) -> Router | None:
         return None
 
     def proposal_evidence(self, ctx: Context, name: str) -> tuple[str, tuple[str, ...]]:

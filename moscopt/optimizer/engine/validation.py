@@ -22,15 +22,18 @@ so it starts at 1: the incumbent is measured on fresh samples, not read back fro
 the very answers whose failures triggered the edit.
 
 More tasks, not only more repeats: the validation split is the pool of held-out tasks a decision
-draws from. With `optimizer.val_look` = L smaller than the split, look s of a decision evaluates L
-tasks: the first look the split's first L (the tasks every validation score is reported on),
-each further look the next L tasks of the split not yet seen (in the split's seeded order), and
-only once every task has been seen are tasks repeated, at the next sample index (`look_tasks`).
+draws from. With L tasks per look smaller than the split (`optimizer.val_look`; unset, 20 when the
+split holds 40 or more: `blocks.look_size`), look s of a decision evaluates L tasks: the first
+look the split's first L (the tasks every validation score is reported on), each further look
+the next L tasks of the split not yet seen (in the split's seeded order), and only once every
+task has been seen are tasks repeated, at the next sample index (`look_tasks`).
 The schedule is a pure function of the look, the same for every pool and decision: the incumbent
 and the candidate meet the same tasks, an incumbent's looks are cached and shared by every
 decision against it, and a resumed run makes the same decisions. Different tasks carry more
 information than repeats of the same ones: a model that answers a task the same way on most
 samples learns little from a second sample (scripts/bench_acceptance.py, `--consistency`).
+The policy is told which task each reward comes from, and takes the task as its unit
+(`moscopt.optimizer.policies.blocks`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from moscopt.agent.evaluate import run_tasks
 from moscopt.lm.batch import can_wait, wave_concurrency
 from moscopt.optimizer.policies.acceptance import Acceptance, Direction, Verdict
+from moscopt.optimizer.policies.blocks import look_size, look_tasks
 from moscopt.run.ledger import Decision, Validation
 
 if TYPE_CHECKING:
@@ -71,9 +75,9 @@ class Validator:
         return hashlib.sha256(view.encode()).hexdigest()
 
     def _look_size(self) -> int:
-        """Tasks per look: `optimizer.val_look`, at most the split (None: the whole split)."""
-        size = self.ctx.config.optimizer.val_look
-        return len(self.ctx.val_tasks) if size is None else min(size, len(self.ctx.val_tasks))
+        """Tasks per look (`blocks.look_size`: `optimizer.val_look`, else fresh tasks where the
+        split allows, else the whole split)."""
+        return look_size(len(self.ctx.val_tasks), self.ctx.config.optimizer.val_look)
 
     async def rewards(
         self, pool: Pool, look: int = 0, agent: SkillAgent | None = None
@@ -182,7 +186,14 @@ class Validator:
         async def of_candidate(s: int) -> Sequence[float]:
             return await self.rewards(candidate, base + s)
 
-        return await self.policy.decide(of_incumbent, of_candidate, direction=direction)
+        def tasks(s: int) -> list[int]:
+            """The task (its index in the split) of each reward of the decision's look s."""
+            size = self._look_size()
+            return [i for i, _ in look_tasks(len(self.ctx.val_tasks), size, base + s)]
+
+        return await self.policy.decide(
+            of_incumbent, of_candidate, direction=direction, tasks=tasks
+        )
 
 
 def decision(policy: Acceptance, verdict: Verdict) -> Decision:
@@ -196,16 +207,6 @@ def decision(policy: Acceptance, verdict: Verdict) -> Decision:
         high=min(1.0, verdict.high),
         reason=verdict.reason,
     )
-
-
-def look_tasks(pool: int, size: int, look: int) -> list[tuple[int, int]]:
-    """(task index in the split, sample index) of each task of look `look` (from 0): looks
-    walk the split `size` tasks at a time, and a task comes back only after the whole split,
-    at the next sample index. With `size == pool`, look s is every task at sample s."""
-    if not 0 < size <= pool or look < 0:
-        raise ValueError(f"a look of {size} tasks out of {pool}, look {look}: out of range")
-    start = look * size
-    return [((start + j) % pool, (start + j) // pool) for j in range(size)]
 
 
 def by_sample(plan: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]]:

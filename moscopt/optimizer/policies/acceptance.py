@@ -9,38 +9,24 @@ other than score) accepts only when the evidence bounds the candidate's loss wit
 
 - `strict` (the paper): sample 0 only; "better" accepts iff the candidate's mean reward is
   strictly higher, "non_inferior" iff it is at least as high (the paper has no margin).
-- `paired` (the default): for "better", an exact sequential sign-flip test of the paired
-  differences d = candidate - incumbent (same task, same sample index), looked at after each sample
-  index (10 new differences on a 10-task split), at most `max_samples` looks; for "non_inferior",
-  the sequential test by betting of `moscopt.optimizer.policies.noninferiority` over the same looks
-  (a pool worse by more than the margin is kept in at most 1 - confidence of the decisions, whatever
-  the split size).
-
-The paired test. If the edit changes nothing but the noise, candidate and incumbent are
-exchangeable, so each d is as likely to be +x as -x: given the magnitudes |d|, the signs are
-fair coins. The null distribution of the running sum of d is therefore known exactly, for any
-split size and any rewards (zeros, the most common difference with 0/1 rewards, carry no sign
-and do not move it); no normal approximation is involved. With alpha = 1 - confidence and
-K = `max_samples`, look k may have spent alpha * (k/K)**0.25 in all (front-loaded: a real
-improvement should stop the test early). Its boundary is the smallest positive running sum
-whose null probability, over the paths still open, fits in what earlier looks left, computed
-by dynamic programming over the exact null; so a no-op edit is accepted with probability at
-most alpha, however many looks are taken. A look stops for futility ("clearly not better")
-when the conditional power under the current trend is below 20%: the standardised sum is at
-most sqrt(t) * (z[1 - alpha] + z[0.2] * sqrt(1 - t)), t = k/K. That stop is binding (this code
-always obeys it), so the boundaries may use the alpha it frees. Differences are compared in
-hundredths of a reward. On a 10-task split with 0/1 rewards, a no-op edit at p = 0.5 is
-accepted about 5% of the time after 1.7 samples on average, and an edit that lifts p from 0.3
-to 0.7 about 92% of the time after 2.0 (scripts/bench_acceptance.py).
+- `paired` (the default): for "better", the exact sequential sign-flip test of
+  `moscopt.optimizer.policies.signflip` on the paired differences d = candidate - incumbent
+  (same task, same sample index), looked at after each sample index (10 new differences on a
+  10-task split), at most `max_samples` looks; for "non_inferior", the sequential test by
+  betting of `moscopt.optimizer.policies.noninferiority` over the same looks (a pool worse by
+  more than the margin is kept in at most 1 - confidence of the decisions, whatever the split
+  size). Both take the task as the unit (`moscopt.optimizer.policies.blocks`): `tasks(s)`
+  names the task of each reward of look s (default: the same tasks, in the same order, at
+  every look), and a task's differences count as one block, so the error rates hold for the
+  tasks a pool will meet, not only for the validation tasks.
 
 Tie rule ("better"): when every difference seen is zero, or the running sum is exactly zero at
 a stop, the verdict is a tie (an all-zero first look stops at once): rejected (an edit must
 earn its place). The test never accepts a candidate that is not ahead. `Verdict.low/high` is
 the test-based interval: the mean difference (in hundredths) plus or minus the critical
 distance of the last look, so that paired "better" accepts iff `low > 0` (strict reports the
-one-look interval, for information); `reason` gives the stage-wise sequential p-value. For
-paired "non_inferior", `low/high` is the betting test's anytime-valid interval, accepted iff
-`low >= -margin`.
+one-look interval, for information); `reason` gives the p-value. For paired "non_inferior",
+`low/high` is the betting test's confidence interval, accepted iff `low >= -margin`.
 """
 
 from __future__ import annotations
@@ -49,18 +35,15 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from statistics import NormalDist
 from typing import Any, Literal, Protocol
 
+from moscopt.optimizer.policies.blocks import repeats_from as first_repeat
 from moscopt.optimizer.policies.noninferiority import NonInferiorityTest
+from moscopt.optimizer.policies.signflip import SequentialSignFlip
 
 Rewards = Callable[[int], Awaitable[Sequence[float]]]
 Direction = Literal["better", "non_inferior"]
-Outcome = Literal["crossed", "futile", "tie", "open", "cap"]
-
-RESOLUTION = 100  # differences are compared in hundredths of a reward
-SPENDING_SHAPE = 0.25  # look k of K may have spent alpha * (k/K)**0.25
-FUTILITY_POWER = 0.2  # stop when the conditional power under the current trend is below this
+TaskKeys = Callable[[int], Sequence[int]]
 DEFAULT_MARGIN = 0.1  # optimizer.margin: the loss a non-inferior change may hide (README)
 
 
@@ -90,7 +73,12 @@ class Acceptance(Protocol):
     name: str
 
     async def decide(
-        self, incumbent: Rewards, candidate: Rewards, *, direction: Direction = "better"
+        self,
+        incumbent: Rewards,
+        candidate: Rewards,
+        *,
+        direction: Direction = "better",
+        tasks: TaskKeys | None = None,
     ) -> Verdict: ...
 
 
@@ -124,7 +112,12 @@ class StrictAcceptance:
     name: str = field(default="strict", init=False)
 
     async def decide(
-        self, incumbent: Rewards, candidate: Rewards, *, direction: Direction = "better"
+        self,
+        incumbent: Rewards,
+        candidate: Rewards,
+        *,
+        direction: Direction = "better",
+        tasks: TaskKeys | None = None,
     ) -> Verdict:
         sign = _sign(direction)
         paired = PairedRewards()
@@ -152,15 +145,23 @@ class PairedAcceptance:
     name: str = field(default="paired", init=False)
 
     async def decide(
-        self, incumbent: Rewards, candidate: Rewards, *, direction: Direction = "better"
+        self,
+        incumbent: Rewards,
+        candidate: Rewards,
+        *,
+        direction: Direction = "better",
+        tasks: TaskKeys | None = None,
     ) -> Verdict:
         if _sign(direction) < 0:
-            return await self._non_inferior(incumbent, candidate)
-        test = SequentialSignFlip(1.0 - self.confidence, self.max_samples)
+            return await self._non_inferior(incumbent, candidate, tasks)
+        schedule = _schedule(tasks, self.max_samples)
+        test = SequentialSignFlip(
+            1.0 - self.confidence, self.max_samples, repeats_from=repeats_from(schedule)
+        )
         paired = PairedRewards()
         for s in range(self.max_samples):
             await paired.add(incumbent, candidate, s)
-            look = test.look(paired.last)
+            look = test.look(paired.last, _keys(schedule[s], len(paired.last)))
             if look.outcome != "open":
                 break
         p = f"p={look.p_value:.3g}"
@@ -175,12 +176,20 @@ class PairedAcceptance:
         diff = paired.mean_diff()
         return paired.verdict(accepted, reason, diff, look.mean, look.critical)
 
-    async def _non_inferior(self, incumbent: Rewards, candidate: Rewards) -> Verdict:
-        test = NonInferiorityTest(1.0 - self.confidence, self.margin, self.max_samples)
+    async def _non_inferior(
+        self, incumbent: Rewards, candidate: Rewards, tasks: TaskKeys | None
+    ) -> Verdict:
+        schedule = _schedule(tasks, self.max_samples)
+        test = NonInferiorityTest(
+            1.0 - self.confidence,
+            self.margin,
+            self.max_samples,
+            repeats_from=repeats_from(schedule),
+        )
         paired = PairedRewards()
         for s in range(self.max_samples):
             await paired.add(incumbent, candidate, s)
-            look = test.look(paired.last)
+            look = test.look(paired.last, _keys(schedule[s], len(paired.last)))
             if look.outcome != "open":
                 break
         p, within = f"p={look.p_value:.3g}", f"{self.margin:g}"
@@ -194,134 +203,6 @@ class PairedAcceptance:
         return paired.verdict(
             look.outcome == "crossed", reason, diff, centre, (look.high - look.low) / 2.0
         )
-
-
-# -- the test ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Look:
-    """What one look of the sequential test concluded.
-
-    `mean`: the mean of the differences fed so far, in the test's resolution; `critical`: its
-    critical distance at this look (the test crosses iff `mean > critical`); `p_value`: the
-    stage-wise sequential p-value; `z`: the running sum over the square root of the sum of
-    squares (0 when every difference is zero).
-    """
-
-    outcome: Outcome
-    p_value: float
-    mean: float
-    critical: float
-    z: float
-
-
-class SequentialSignFlip:
-    """The one-sided test that paired differences are positive; see the module docstring.
-
-    Feed it the differences of each look, in order, with `look`; it never reads them again.
-    The whole null is recomputed at every look (in units of the largest common divisor of the
-    magnitudes seen), so every look's boundary is a pure function of the magnitudes so far.
-    """
-
-    def __init__(
-        self,
-        alpha: float,
-        looks: int,
-        *,
-        shape: float = SPENDING_SHAPE,
-        futility_power: float = FUTILITY_POWER,
-    ) -> None:
-        if not 0.0 < alpha < 0.5:
-            raise ValueError(f"alpha must be within (0, 0.5), got {alpha}")
-        if looks < 1:
-            raise ValueError(f"looks must be at least 1, got {looks}")
-        self.alpha, self.looks, self.shape = alpha, looks, shape
-        z_alpha = NormalDist().inv_cdf(1.0 - alpha)
-        z_power = NormalDist().inv_cdf(futility_power)
-        self._futility = [
-            math.sqrt(t) * (z_alpha + z_power * math.sqrt(1.0 - t))
-            for t in (k / looks for k in range(1, looks))
-        ]
-        self._batches: list[list[int]] = []
-        self._sum = 0
-
-    def look(self, diffs: Sequence[float]) -> Look:
-        if len(self._batches) >= self.looks:
-            raise RuntimeError("every look of this test has been taken")
-        units = [_units(d) for d in diffs]
-        self._batches.append(units)
-        self._sum += sum(units)
-        scale = math.gcd(*(abs(u) for batch in self._batches for u in batch)) or 1
-        null: dict[int, float] = {0: 1.0}
-        spent = 0.0
-        n = sum_sq = 0
-        for k, batch in enumerate(self._batches, start=1):
-            for u in batch:
-                if u:
-                    null = _flip(null, abs(u) // scale)
-            n += len(batch)
-            sum_sq += sum((u // scale) ** 2 for u in batch)
-            boundary, tail = _boundary(null, self.alpha * (k / self.looks) ** self.shape - spent)
-            if k == len(self._batches):
-                return self._conclude(null, boundary, spent, scale, n, sum_sq)
-            spent += tail
-            null = {v: w for v, w in null.items() if v < boundary and not self._stops(k, v, sum_sq)}
-        raise AssertionError("unreachable")
-
-    def _stops(self, k: int, total: int, sum_sq: int) -> bool:
-        """Whether a path at running sum `total` stops at look k < K without crossing: all
-        differences zero so far (a tie), or too little conditional power."""
-        return sum_sq == 0 or total <= self._futility[k - 1] * math.sqrt(sum_sq)
-
-    def _conclude(
-        self, null: dict[int, float], boundary: float, spent: float, scale: int, n: int, sq: int
-    ) -> Look:
-        observed = self._sum // scale
-        # the largest sum that does not cross (sums are integers in units of `scale`)
-        edge = boundary - 1 if boundary < math.inf else max(null)
-        critical = edge * scale / RESOLUTION / n
-        mean = observed * scale / RESOLUTION / n
-        p_value = min(1.0, spent + sum(w for v, w in null.items() if v >= observed))
-        z = observed / math.sqrt(sq) if sq else 0.0
-        k, last = len(self._batches), len(self._batches) == self.looks
-        outcome: Outcome
-        if observed >= boundary:
-            outcome = "crossed"
-        elif last:
-            outcome = "tie" if observed == 0 else "cap"
-        elif self._stops(k, observed, sq):
-            outcome = "tie" if observed == 0 else "futile"
-        else:
-            outcome = "open"
-        return Look(outcome, p_value, mean, critical, z)
-
-
-def _flip(null: dict[int, float], magnitude: int) -> dict[int, float]:
-    """The null after one more difference of this magnitude with a fair random sign."""
-    out: dict[int, float] = {}
-    for v, w in null.items():
-        half = w / 2.0
-        out[v - magnitude] = out.get(v - magnitude, 0.0) + half
-        out[v + magnitude] = out.get(v + magnitude, 0.0) + half
-    return out
-
-
-def _boundary(null: dict[int, float], allowance: float) -> tuple[float, float]:
-    """The smallest positive value b with P(sum >= b) <= allowance (inf if none), and that
-    probability (a candidate that is not ahead is never accepted, whatever is left)."""
-    tail, boundary = 0.0, math.inf
-    for v in sorted((v for v in null if v > 0), reverse=True):
-        if tail + null[v] > allowance * (1.0 + 1e-12):
-            break
-        tail += null[v]
-        boundary = v
-    return boundary, tail
-
-
-def _units(d: float) -> int:
-    """`d` in hundredths, rounded half away from zero (odd: a no-op's symmetry survives)."""
-    return int(math.copysign(math.floor(abs(d) * RESOLUTION + 0.5), d))
 
 
 # -- the observations ----------------------------------------------------------------------------
@@ -390,6 +271,27 @@ class PairedRewards:
             incumbent_score=self.incumbent_score,
             reason=reason,
         )
+
+
+def _schedule(tasks: TaskKeys | None, looks: int) -> list[list[int] | None]:
+    """The task of each reward of every look, known before any answer (None: the same tasks
+    at every look, numbered by position once the first look's size is known)."""
+    return [None if tasks is None else list(tasks(s)) for s in range(looks)]
+
+
+def repeats_from(schedule: Sequence[Sequence[int] | None]) -> int | None:
+    """The first look (from 1) that repeats a task (the same tasks at every look: the second)."""
+    if any(keys is None for keys in schedule):
+        return 2 if len(schedule) > 1 else None
+    return first_repeat([list(k) for k in schedule if k is not None])
+
+
+def _keys(keys: Sequence[int] | None, width: int) -> Sequence[int]:
+    """The task of each reward of a look (None: by position)."""
+    out = list(range(width)) if keys is None else list(keys)
+    if len(out) != width:
+        raise ValueError(f"{width} rewards but {len(out)} task keys")
+    return out
 
 
 def _same_total(a: float, b: float) -> bool:

@@ -134,25 +134,25 @@ def test_a_worse_final_pool_is_called_worse(tmp_path: Path, seed_dir: Path) -> N
 def test_without_a_test_split_the_unused_validation_tasks_are_held_out(
     tmp_path: Path, seed_dir: Path
 ) -> None:
-    sp = Splits(train=tasks("train", 4), val=tasks("val", 8), test=[])
+    sp = Splits(train=tasks("train", 4), val=tasks("val", 12), test=[])
     overrides = {"optimizer.p_val": 0.5, "training.max_steps_per_epoch": 2}
     run, config, seeds = start(tmp_path, seed_dir, sp, **overrides)
     lm = FakeLM(routes=ROUTES)
     train(run, config, seeds, sp, lm)
     (event,) = certificates(run)
-    assert event.split == "val (held out)" and event.tasks == 4
+    assert event.split == "val (held out)" and event.tasks == 6
     asked = {
         r.messages[-1]["content"].split(" + ")[0]
         for r, p in zip(lm.history, lm.purposes, strict=True)
         if p == "agent" and isinstance(r, LMRequest)
     }
-    assert "Compute 8" in asked  # val-8 is in the held-out half
+    assert "Compute 12" in asked  # val-12 is in the held-out half
 
 
 def test_with_no_held_out_task_the_certificate_is_skipped_and_says_why(
     tmp_path: Path, seed_dir: Path
 ) -> None:
-    sp = Splits(train=tasks("train", 4), val=tasks("val", 4), test=[])
+    sp = Splits(train=tasks("train", 4), val=tasks("val", 6), test=[])
     run, config, seeds = start(tmp_path, seed_dir, sp, **{"training.max_steps_per_epoch": 2})
     train(run, config, seeds, sp, FakeLM(routes=ROUTES))
     (event,) = certificates(run)

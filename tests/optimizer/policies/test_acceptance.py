@@ -42,8 +42,18 @@ def pair(*looks: Sequence[tuple[float, float]]) -> tuple[Scripted, Scripted]:
     )
 
 
-def decide(policy: Acceptance, inc: Scripted, cand: Scripted, direction: str = "better") -> Verdict:
-    return asyncio.run(policy.decide(inc, cand, direction=direction))  # type: ignore[arg-type]
+def decide(
+    policy: Acceptance,
+    inc: Scripted,
+    cand: Scripted,
+    direction: str = "better",
+    *,
+    fresh: bool = False,
+) -> Verdict:
+    """`fresh`: every look meets tasks not seen before (else the same tasks at every look)."""
+    width = len(inc.samples[0])
+    tasks = (lambda s: [1000 * s + i for i in range(width)]) if fresh else None
+    return asyncio.run(policy.decide(inc, cand, direction=direction, tasks=tasks))  # type: ignore[arg-type]
 
 
 STRICT = make_acceptance("strict")
@@ -97,9 +107,31 @@ def test_paired_accepts_a_clear_improvement_at_the_first_look() -> None:
 def test_paired_adds_samples_while_open_then_accepts() -> None:
     look = [P] * 5 + [M] + [Z] * 4  # ahead, but 10 tasks are not enough evidence
     inc, cand = pair(look, look, look)
-    verdict = decide(PAIRED, inc, cand)
+    verdict = decide(PAIRED, inc, cand, fresh=True)
     assert verdict.accepted and verdict.samples == 2 and verdict.n == 20
     assert cand.asked == [0, 1]
+
+
+def test_repeats_of_the_same_tasks_are_not_new_evidence() -> None:
+    """Issue 37, item 4: the same 10 tasks answered the same way again are one block each, not
+    new observations: what crossed on 20 fresh tasks does not cross on 10 tasks seen twice."""
+    look = [P] * 5 + [M] + [Z] * 4
+    verdict = decide(PAIRED, *pair(*[look] * 5))
+    assert not verdict.accepted and verdict.samples >= 2
+
+
+def test_a_consistent_no_op_is_accepted_in_at_most_alpha_of_decisions() -> None:
+    """Issue 37, item 4: a model that keeps each task's answer across samples (here: always),
+    and a reworded prompt that redraws it (a no-op: the same rate on every task). Counting
+    repeats as new observations accepted 14-16% of such no-ops."""
+    rng, accepted, trials = random.Random(37), 0, 300
+    for _ in range(trials):
+        rates = [rng.random() for _ in range(10)]
+        inc_answers = [float(rng.random() < r) for r in rates]
+        cand_answers = [float(rng.random() < r) for r in rates]
+        look = list(zip(cand_answers, inc_answers, strict=True))
+        accepted += decide(PAIRED, *pair(*[look] * 5)).accepted
+    assert accepted / trials <= 0.05 + 0.03
 
 
 def test_paired_rejects_early_when_the_candidate_is_not_better() -> None:
@@ -143,12 +175,21 @@ def test_identical_answers_bound_the_loss_within_the_margin_after_forty_observat
     """All ties are the best evidence of no loss there is, but ten of them are not enough: the
     margin 0.1 is bounded after 4 looks of 10 tasks (the old "not worse" test kept it at once)."""
     inc, cand = pair(*[[Z] * 10] * 5)
-    verdict = decide(PAIRED, inc, cand, "non_inferior")
+    verdict = decide(PAIRED, inc, cand, "non_inferior", fresh=True)
     assert verdict.accepted and verdict.samples == 4
     assert verdict.reason.startswith("non-inferior: loss bounded within 0.1 (p=")
     assert -0.1 <= verdict.low < 0 < verdict.high and verdict.mean_diff == 0.0
     one_look = decide(make_acceptance("paired", max_samples=1), *pair([Z] * 10), "non_inferior")
     assert not one_look.accepted and one_look.reason.startswith("cap reached")
+
+
+def test_identical_answers_on_the_same_ten_tasks_never_bound_a_population_loss() -> None:
+    """Issue 37, items 4 and 6: ten tasks seen five times are ten blocks, and ten tasks cannot
+    rule out that a tenth of the tasks a pool will meet got worse; 40 can, at the first look."""
+    verdict = decide(PAIRED, *pair(*[[Z] * 10] * 5), "non_inferior")
+    assert not verdict.accepted and verdict.reason.startswith("cap reached")
+    verdict = decide(PAIRED, *pair(*[[Z] * 40] * 5), "non_inferior")
+    assert verdict.accepted and verdict.samples == 1
 
 
 def test_a_candidate_behind_by_the_margin_stops_at_once() -> None:
@@ -160,10 +201,10 @@ def test_a_candidate_behind_by_the_margin_stops_at_once() -> None:
 
 def test_a_small_loss_within_the_margin_is_kept_on_enough_evidence() -> None:
     look = [M] + [Z] * 19  # mean difference -0.05 on 20 tasks
-    verdict = decide(PAIRED, *pair(*[look] * 5), "non_inferior")
+    verdict = decide(PAIRED, *pair(*[look] * 5), "non_inferior", fresh=True)
     assert not verdict.accepted  # 100 observations cannot bound it within 0.1 at 95%
     wide = make_acceptance("paired", margin=0.2)
-    verdict = decide(wide, *pair(*[look] * 5), "non_inferior")
+    verdict = decide(wide, *pair(*[look] * 5), "non_inferior", fresh=True)
     assert verdict.accepted and verdict.low >= -0.2
 
 
