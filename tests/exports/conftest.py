@@ -21,7 +21,11 @@ def _base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Fake
     root = tmp_path_factory.mktemp("project")
     seeds = Path(__file__).resolve().parents[2] / "skills"
     write_project(root, seeds)
-    rows = [{"id": f"a{i}", "question": question(i), "answer": str(2 * i)} for i in range(1, 15)]
+    # eight validation tasks: the edit that fixes seven of them (the gate's answer for 5 + 5 is
+    # unusable) is accepted by the per-task test (six distinct tasks at the least)
+    spec = (root / "addition.yaml").read_text()
+    (root / "addition.yaml").write_text(spec.replace("val: 6, test: 2", "val: 8, test: 2"))
+    rows = [{"id": f"a{i}", "question": question(i), "answer": str(2 * i)} for i in range(1, 17)]
     (root / "addition.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     responder = Responder()
     with pytest.MonkeyPatch.context() as mp, FakeServer(responder=responder) as server:

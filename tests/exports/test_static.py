@@ -71,7 +71,7 @@ def test_eval_static_makes_no_gate_call(trained: Trained) -> None:
     )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
-    assert summary["mode"] == "static" and summary["tasks"] == 14
+    assert summary["mode"] == "static" and summary["tasks"] == 16
     gate_prompts = [
         r for r in trained.server.log[before:]
         if "## Available skills" in r.body["messages"][-1]["content"]
@@ -145,7 +145,7 @@ def test_topq_export_is_the_papers_static_mode(trained: Trained) -> None:
     )
     assert evaluated.exit_code == 0, evaluated.output
     summary = json.loads(evaluated.output)
-    assert summary["mode"] == "topq" and summary["tasks"] == 14
+    assert summary["mode"] == "topq" and summary["tasks"] == 16
     asked = [r.body["messages"][-1]["content"] for r in trained.server.log[before:]]
     assert not [m for m in asked if "## Available skills" in m]  # no gate call
     rollouts = [
