@@ -161,16 +161,19 @@ class OracleRouter:
 # -- a training run in this world (trainer and export tests) -------------------------------------
 
 
-def make_router_run(root: Path, seed_dir: Path, **overrides: Any) -> tuple[Any, ...]:
+def make_router_run(
+    root: Path, seed_dir: Path, *, val: int = 6, **overrides: Any
+) -> tuple[Any, ...]:
     """(run, config, benchmark, splits, seeds, world): offline tasks of the six families, one
-    specialist per family and a generalist, `gating.policy: familiarity` over hashing features."""
+    specialist per family and a generalist, `gating.policy: familiarity` over hashing features;
+    `val` validation tasks."""
     from moscopt.benchmarks import get_benchmark
     from moscopt.config import load_config
     from moscopt.optimizer.engine import initial_state
     from moscopt.run.rundir import RunDir
 
     bench = get_benchmark("offline")
-    sp = bench.load(sizes={"train": 24, "val": 6, "test": 6})
+    sp = bench.load(sizes={"train": 24, "val": val, "test": 6})
     seeds = Pool.load(seed_dir, require_gate=True)
     world = NicheWorld(list(sp["all"]))
     pool = niche_pool(world.families, 1, seeds.gate)
