@@ -237,12 +237,8 @@ class SequentialSignFlip:
         if looks < 1:
             raise ValueError(f"looks must be at least 1, got {looks}")
         self.alpha, self.looks, self.shape = alpha, looks, shape
-        z_alpha = NormalDist().inv_cdf(1.0 - alpha)
-        z_power = NormalDist().inv_cdf(futility_power)
-        self._futility = [
-            math.sqrt(t) * (z_alpha + z_power * math.sqrt(1.0 - t))
-            for t in (k / looks for k in range(1, looks))
-        ]
+        self._z_alpha = NormalDist().inv_cdf(1.0 - alpha)
+        self._z_power = NormalDist().inv_cdf(futility_power)
         self._batches: list[list[int]] = []
         self._sum = 0
 
@@ -272,7 +268,9 @@ class SequentialSignFlip:
     def _stops(self, k: int, total: int, sum_sq: int) -> bool:
         """Whether a path at running sum `total` stops at look k < K without crossing: all
         differences zero so far (a tie), or too little conditional power."""
-        return sum_sq == 0 or total <= self._futility[k - 1] * math.sqrt(sum_sq)
+        t = k / self.looks  # the futility bound at look k: O(1), however many looks
+        futility = math.sqrt(t) * (self._z_alpha + self._z_power * math.sqrt(1.0 - t))
+        return sum_sq == 0 or total <= futility * math.sqrt(sum_sq)
 
     def _conclude(
         self, null: dict[int, float], boundary: float, spent: float, scale: int, n: int, sq: int
