@@ -151,7 +151,7 @@ def test_text_without_the_key_is_not_a_leak(text: str) -> None:
 def test_every_form_is_distinctive() -> None:
     forms = leak_forms(KEY)
     assert len(forms) >= 30 and all(len(f) >= 8 and f == normalized(f) for f in forms)
-    assert normalized("ｓｋ-\u200bHO STILE") == "skhostile"
+    assert normalized("\uff53\uff4b-\u200bHO STILE") == "skhostile"
 
 
 def test_an_answer_without_the_key_is_stored(tmp_path: Path) -> None:
