@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import codecs
+import gzip
 import random
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,11 @@ from hypothesis import strategies as st
 
 from moscopt.config import LLMConfig, SamplingConfig
 from moscopt.lm import LiteLLMClient, ResponseCache
-from moscopt.lm.errors import LMError
+from moscopt.lm.body_guard import BodyRefused
+from moscopt.lm.errors import LMError, LMRequestError
 from moscopt.lm.redact import leak_forms, leaks, normalized, scrub_secrets
 from moscopt.lm.retry import RETRY_AFTER_CAP, Fault, RetryPolicy, parse_retry_after
-from moscopt.testing.hostile_server import HostileServer, completion, response
+from moscopt.testing.hostile_server import HostileServer, completion, endless_chunks, response
 
 KEY = "sk-HOSTILE-7c1d2e3f4a5b6c7d"
 USER = [{"role": "user", "content": "hello"}]
@@ -160,3 +163,68 @@ def test_an_answer_without_the_key_is_stored(tmp_path: Path) -> None:
         assert lm.complete(USER).text == "The answer is 42."
         lm.close()
     assert len(ResponseCache(tmp_path / "cache")) == 1
+
+
+# -- item 1: compressed replies on the litellm path ---------------------------------------------
+
+
+def gzip_bomb(body: dict[str, Any], headers: dict[str, str]) -> Any:
+    """A completion whose content is 64 MiB of spaces, sent as 64 KiB of gzip."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [packer.compress(b'{"choices": [{"message": {"role": "assistant", "content": "')]
+    parts += [packer.compress(b" " * (1 << 20)) for _ in range(64)]
+    parts += [packer.compress(b'"}, "finish_reason": "stop"}]}'), packer.flush()]
+    data = b"".join(parts)
+    assert len(data) < 1 << 17
+    return response(data, extra="Content-Encoding: gzip\r\n")
+
+
+def test_litellm_asks_for_an_uncompressed_answer_and_refuses_a_compressed_one(
+    tmp_path: Path,
+) -> None:
+    with HostileServer(gzip_bomb) as server:
+        lm = client(server.url, tmp_path, transport="litellm", max_response_bytes=1 << 20)
+        with pytest.raises(LMRequestError, match=r"compressed \(gzip\).*llm\.max_response_bytes"):
+            lm.complete(USER)
+        lm.close()
+    assert server.requests[0]["accept-encoding"] == "identity"
+    assert len(ResponseCache(tmp_path / "cache")) == 0
+
+
+def test_litellm_stops_reading_an_endless_body_at_the_bound(tmp_path: Path) -> None:
+    with HostileServer(lambda body, headers: endless_chunks()) as server:
+        lm = client(server.url, tmp_path, transport="litellm", max_response_bytes=1 << 20)
+        with pytest.raises(LMRequestError, match=r"larger than 1048576 bytes.*max_response_bytes"):
+            lm.complete(USER)
+        lm.close()
+
+
+def test_a_router_deployment_through_litellm_refuses_a_compressed_answer(tmp_path: Path) -> None:
+    from moscopt.config import Config, DeploymentConfig, RoutingConfig
+    from moscopt.lm import build_lm
+
+    with HostileServer(gzip_bomb) as server:
+        deployment = DeploymentConfig(model="hosted_vllm/fake", api_base=server.url, name="d0")
+        llm = LLMConfig(
+            deployments=[deployment],
+            routing=RoutingConfig(retries=0),
+            transport="litellm",
+            max_retries=0,
+            max_response_bytes=1 << 20,
+        )
+        lm = build_lm(Config(model="hosted_vllm/fake", llm=llm), cache_dir=tmp_path / "c")
+        with pytest.raises(LMRequestError, match=r"llm\.max_response_bytes"):
+            lm.complete(USER)
+        lm.close()
+
+
+def test_outside_a_bounded_call_httpx_reads_as_before() -> None:
+    import httpx
+
+    from moscopt.lm.body_guard import bounded
+
+    packed = gzip.compress(b"x" * 5000)
+    headers = {"content-encoding": "gzip"}
+    with bounded(100), pytest.raises(BodyRefused):  # installs the guard
+        httpx.Response(200, headers=headers, content=packed).read()
+    assert httpx.Response(200, headers=headers, content=packed).read() == b"x" * 5000
