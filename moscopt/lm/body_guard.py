@@ -25,6 +25,7 @@ import contextvars
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from moscopt.lm.errors import cause_of
 from moscopt.lm.transport import too_large
 
 IDENTITY = {"Accept-Encoding": "identity"}
@@ -49,14 +50,7 @@ def bounded(limit: int | None) -> Iterator[None]:
 
 def refused(e: BaseException) -> BodyRefused | None:
     """The `BodyRefused` under `e` (litellm and the SDKs wrap what httpx raised), if any."""
-    seen: set[int] = set()
-    cause: BaseException | None = e
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, BodyRefused):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
+    return cause_of(e, BodyRefused)
 
 
 def install() -> None:
