@@ -124,7 +124,7 @@ def remove_tree(path: Path) -> None:
 # it (killed_reason "disk-limit"). Each entry counts at least `ENTRY_BYTES`, so a flood of empty
 # files or directories is bounded too.
 DISK_LIMIT = 256 * 1024 * 1024
-ENTRY_BYTES = 4096
+ENTRY_BYTES = 16 * 1024  # an inode, a block and directory entries, rounded up
 
 
 def disk_usage(root: Path, limit: int) -> int | None:
