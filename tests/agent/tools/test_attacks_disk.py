@@ -28,9 +28,10 @@ print("wrote them all")
 """
 EMPTY_FILES = """\
 import os
-for i in range(1_000_000):
-    os.makedirs(f"d{i // 1000}", exist_ok=True)
-    open(f"d{i // 1000}/{i}", "w").close()
+for d in range(1000):
+    os.mkdir(f"d{d}")
+    for i in range(1000):
+        os.close(os.open(f"d{d}/{i}", os.O_CREAT | os.O_WRONLY, 0o600))
 print("made them all")
 """
 
