@@ -9,7 +9,6 @@ constructs a `Trainer` or an engine `Context`: here the config's extensions are 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,7 +74,7 @@ def make_trainer(
         policies=policies_for(config, epochs * len(minibatches(config, splits.train, 0))),
         extensions=extensions_for(config),
     )
-    preload_embeddings(config, run, [s.body for s in trainer.pool])
+    preload_embeddings(config, run, trainer.pool)
     return trainer
 
 
@@ -92,6 +91,7 @@ def make_stream(
     window: int = 8,
     lifecycle_every: int = 5,
     memory_every: int = 10,
+    hold_every: int = 4,
 ) -> Stream:
     """The stream engine over `run` (`tasks` in stream order), with the extensions a stream
     uses (its insight transfer sees rewards, not answers)."""
@@ -123,6 +123,7 @@ def make_stream(
         window=window,
         lifecycle_every=lifecycle_every,
         memory_every=memory_every,
+        hold_every=hold_every,
     )
 
 
@@ -165,11 +166,12 @@ def embedding_models(config: Config) -> list[str]:
     return names
 
 
-def preload_embeddings(config: Config, run: RunDir, bodies: Sequence[str] = ()) -> list[str]:
+def preload_embeddings(config: Config, run: RunDir, pool: Pool | None = None) -> list[str]:
     """Start loading the run's embedding models in the background now, so that the first
     vector (the diversity check at the end of the first epoch) does not wait for seconds of
-    imports, and embed the pool's `bodies` there too (the check then encodes only the
-    offspring); their vectors go to the project's vector store, beside the response cache.
+    imports, and embed there the bodies of `pool`'s skills that the check reads (all of them up
+    to `similarity.SAMPLE`, its stable sample beyond: the check then encodes only what changed);
+    their vectors go to the project's vector store, beside the response cache.
     Returns the models started (none for hashing or difflib, or without the extra)."""
     from moscopt.embedding import preload
     from moscopt.embedding.shared import sentence_embedder
@@ -179,6 +181,10 @@ def preload_embeddings(config: Config, run: RunDir, bodies: Sequence[str] = ()) 
     if not names:
         return []
     started = preload(names, shared_cache_dir(config.llm, run_path=run.path))
-    if config.evolution.enabled and config.evolution.embedding_model in started and bodies:
-        sentence_embedder(config.evolution.embedding_model).warm(list(bodies))
+    model = config.evolution.embedding_model
+    if config.evolution.enabled and model in started and pool is not None:
+        from moscopt.optimizer.similarity import sample_indices
+
+        skills = pool.skills
+        sentence_embedder(model).warm([skills[i].body for i in sample_indices(pool.names)])
     return started

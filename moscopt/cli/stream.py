@@ -21,7 +21,10 @@ def stream_cmd(
         None, "--benchmark", "-b", help="Benchmark name or spec file: its tasks are the stream."
     ),
     tasks: Path | None = typer.Option(
-        None, "--tasks", help="A JSONL file of tasks (question, answer; optional id, niche)."
+        None,
+        "--tasks",
+        help="A JSONL file of tasks (question, answer; optional id, niche) with --grader, or a "
+        "task file whose tasks carry their own judges (task_id, task, judge).",
     ),
     grader: str | None = typer.Option(
         None, "--grader", help="With --tasks: exact, numeric, math, choice, or module:function."

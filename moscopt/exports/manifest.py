@@ -20,8 +20,10 @@ from moscopt.run.fsio import pretty_json, read_text
 MANIFEST_FILE = "moscopt-export.json"
 SKILLS_DIR = "skills"  # the skills folder of a mixture, static or router export
 FORMAT = 1
-Mode = Literal["mixture", "static", "topq", "distilled", "router", "agents"]
-MODES: tuple[Mode, ...] = ("mixture", "static", "topq", "distilled", "router", "agents")
+Mode = Literal["mixture", "static", "topq", "distilled", "router", "agents", "plugin"]
+MODES: tuple[Mode, ...] = (
+    "mixture", "static", "topq", "distilled", "router", "agents", "plugin",
+)  # fmt: skip
 
 
 class _Model(BaseModel):
@@ -57,6 +59,7 @@ class Manifest(_Model):
     agents: dict[str, Any] | None = None  # router skill, hinted skills, the table (agents)
     router: dict[str, Any] | None = None  # router.json's summary (router only)
     memory: dict[str, Any] | None = None  # memory.json's summary (mixture, router; if fitted)
+    plugin: dict[str, Any] | None = None  # the Claude Code plugin's name and files (plugin)
 
     def dumps(self) -> str:
         return pretty_json(self.model_dump(mode="json"))

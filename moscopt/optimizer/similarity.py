@@ -7,6 +7,17 @@ ratios when the embeddings extra is not installed, the model cannot be loaded (a
 so, once per model) or `model == "difflib"`. difflib ratios sit far lower than cosines for the
 same texts, so `threshold_for` moves the configured (embedding-scale) threshold onto the scale
 of the method that ran.
+
+The work is bounded whatever the pool's size N. Up to `SAMPLE` skills, the mean is over every
+pair; beyond, over every pair of a stable sample of `SAMPLE` skills: those whose names hash
+lowest (`sample_indices`), so from one cycle to the next the sample changes only where the pool
+did, and its vectors are those already known (the embedder's memory, the project's store; the
+run embeds them in the background when it starts, `preload_embeddings`). The mean over a sample
+is an unbiased estimate of the mean over the pool (`scripts/bench_scale.py --accuracy` prints
+its error against the exact mean). Cosines come from one matrix product of the unit vectors.
+The pairs ranked for the forced mutation (`similar_pairs`) are difflib's order up to `SAMPLE`
+skills; beyond, MinHash sketches of every skill (`moscopt.optimizer.sketches`) nominate the
+`CANDIDATES` likeliest pairs, which difflib orders, the rest following in the sketches' order.
 """
 
 from __future__ import annotations
@@ -14,19 +25,22 @@ from __future__ import annotations
 import difflib
 import itertools
 import logging
+import math
 from bisect import bisect_left
 from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
 from moscopt.embedding import MINILM, EmbedderUnavailable
-from moscopt.embedding.base import is_model
+from moscopt.embedding.base import is_model, text_key
 from moscopt.embedding.shared import installed, sentence_embedder
 
 if TYPE_CHECKING:
     from moscopt.embedding.base import Vector
 
 log = logging.getLogger(__name__)
+SAMPLE = 32  # skills: beyond, the mean similarity is over a stable sample of this many
+CANDIDATES = 16  # pairs the sketches nominate for difflib to order, beyond SAMPLE skills
 
 # (embedding threshold, difflib threshold): for each, the difflib threshold that classifies
 # the most pairs as MiniLM does at that threshold, measured by scripts/calibrate_diversity.py on
@@ -55,20 +69,62 @@ def threshold_for(method: str, threshold: float) -> float:
     return round(y0 + (y1 - y0) * (t - x0) / (x1 - x0), 4)
 
 
-def mean_pairwise_similarity(texts: Sequence[str], model: str = MINILM) -> tuple[float, str]:
-    """(mean similarity over all pairs, method used: the model name or "difflib"). Slow the
-    first time a model is used in a process: call it from a thread."""
+def mean_pairwise_similarity(
+    texts: Sequence[str], model: str = MINILM, keys: Sequence[str] | None = None
+) -> tuple[float, str]:
+    """(mean similarity over all pairs, or over the pairs of the stable sample beyond `SAMPLE`
+    texts; the method used: the model name or "difflib"). `keys` (the skills' names) choose the
+    sample; by default the texts themselves. Slow the first time a model is used in a process:
+    call it from a thread."""
     if len(texts) < 2:
         return (0.0, "none")
+    chosen = [texts[i] for i in sample_indices(keys if keys is not None else texts)]
     if is_model(model):  # not difflib, not a hashing name
-        vectors = vectors_for(model, texts)
+        vectors = vectors_for(model, chosen)
         if vectors is not None:
-            sims = [float(vectors[i] @ vectors[j]) for i, j in _pairs(len(texts))]
-            return (sum(sims) / len(sims), model)
-    sims = [
-        difflib.SequenceMatcher(None, texts[i], texts[j]).ratio() for i, j in _pairs(len(texts))
-    ]
-    return (sum(sims) / len(sims), "difflib")
+            return (mean_cosine(vectors), model)
+    sims = [ratio(chosen[i], chosen[j]) for i, j in _pairs(len(chosen))]
+    return (math.fsum(sims) / len(sims), "difflib")
+
+
+def sample_indices(keys: Sequence[str], size: int = SAMPLE) -> list[int]:
+    """The positions of the `size` keys whose SHA-256 is lowest, in their order (all of them
+    when there are no more than `size`): a sample that stays put while its members do."""
+    if len(keys) <= size:
+        return list(range(len(keys)))
+    ranked = sorted(range(len(keys)), key=lambda i: (text_key(keys[i]), i))
+    return sorted(ranked[:size])
+
+
+def mean_cosine(vectors: Sequence[Vector]) -> float:
+    """The mean cosine over all pairs of unit `vectors`, from their sum:
+    (|sum v|^2 - sum |v|^2) / (n (n - 1)), in float64."""
+    import numpy as np
+
+    m = np.stack(vectors).astype(np.float64)
+    total = m.sum(axis=0)
+    n = len(m)
+    return float((total @ total - np.einsum("ij,ij->", m, m)) / (n * (n - 1)))
+
+
+def ratio(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def similar_pairs(names: Sequence[str], texts: Sequence[str]) -> list[tuple[str, str]]:
+    """Pairs of the skills `names` (texts `texts`), most similar first: every pair by difflib
+    ratio up to `SAMPLE` skills (ties by position); beyond, the sketches' `CANDIDATES`
+    likeliest pairs by difflib ratio, then the others in the sketches' order."""
+    n = len(texts)
+    if n <= SAMPLE:
+        ranked = sorted((-ratio(texts[i], texts[j]), i, j) for i, j in _pairs(n))
+        return [(names[i], names[j]) for _, i, j in ranked]
+    from moscopt.optimizer.sketches import ranked_pairs
+
+    nominated = ranked_pairs(texts)
+    head = sorted((-ratio(texts[i], texts[j]), i, j) for i, j in nominated[:CANDIDATES])
+    order = [(i, j) for _, i, j in head] + nominated[CANDIDATES:]
+    return [(names[i], names[j]) for i, j in order]
 
 
 def _pairs(n: int) -> list[tuple[int, int]]:
@@ -79,7 +135,7 @@ def vectors_for(model: str, texts: Sequence[str]) -> list[Vector] | None:
     """The unit vectors of `texts` by the shared embedder of `model`, or None (warned once)
     where it cannot be loaded."""
     if not installed():
-        why = "sentence-transformers is not installed: pip install 'moscopt[embeddings]'"
+        why = "the embeddings extra is not installed: pip install 'moscopt[embeddings]'"
         _warn_fallback(model, why)
         return None
     try:

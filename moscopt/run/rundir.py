@@ -28,7 +28,6 @@ both first: a log lost, cut or rewritten since is one `UserError` (exit 2) befor
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -45,6 +44,7 @@ from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text, storage
 from moscopt.run.ledger import Event, EventLog
 from moscopt.run.ledger_read import check_ledger, read_events
+from moscopt.run.oslock import try_lock, unlock
 from moscopt.run.state import RunState, SchemaTooNew, migrate
 
 STATE_FILE = "state.json"
@@ -296,9 +296,7 @@ class RunDir:
             self.make_private()
         with storage(self.path / LOCK_FILE):
             fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not try_lock(fd):
             os.close(fd)
             raise UserError(
                 "another moscopt process is using this run directory", path=self.path
@@ -309,7 +307,7 @@ class RunDir:
                 os.write(fd, f"{os.getpid()}\n".encode())
             yield self
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            unlock(fd)
             os.close(fd)
 
     def in_use(self) -> bool:
@@ -320,11 +318,11 @@ class RunDir:
         except OSError:
             return False
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
+            if not try_lock(fd, shared=True):
+                return True
+            unlock(fd)
         finally:
-            os.close(fd)  # closing the descriptor drops the probe's own lock
+            os.close(fd)
         return False
 
     def condition(self, state: RunState | None = None) -> str:

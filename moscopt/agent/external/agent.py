@@ -87,7 +87,7 @@ class ExternalAgent(SkillAgent):
             skills = list(self.pool)  # the ablation: every skill in the agent's folder
         result = await self.solve(task, skills, sample=sample)
         answer = _answer_text(result)
-        grade = await asyncio.to_thread(self.benchmark.grade, task, answer)
+        grade = await self.benchmark.agrade(task, answer)
         error = result.get("error") or grade.error
         messages: list[Message] = [
             {"role": "user", "content": task.prompt},
@@ -144,7 +144,7 @@ class ExternalAgent(SkillAgent):
             "v": CACHE_FORMAT,
             "kind": "external-agent",
             "command": self._command_identity(),
-            "skills": [s.dumps() for s in skills],
+            "skills": [_skill_identity(s) for s in skills],
             "task": task.prompt,
             "sample": sample,
         }
@@ -250,3 +250,11 @@ def trajectory(result: dict[str, Any]) -> str:
     if result.get("error"):
         parts.append(f"[agent process] {result['error']}")
     return "\n\n".join(parts)
+
+
+def _skill_identity(skill: Skill) -> object:
+    """What of a skill the agent sees: its SKILL.md, and its folder's files by digest (a skill
+    without files keys as it always has)."""
+    if not skill.files:
+        return skill.dumps()
+    return [skill.dumps(), [[f.path, f.mode, f.sha256()] for f in skill.files]]
