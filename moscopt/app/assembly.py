@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from moscopt.run.rundir import RunDir
 
 Role = Literal["agent", "optimizer", "judge"]
+TASKS_SPEC = "benchmark.yaml"  # a run on task files: the spec that names them (its benchmark)
 
 
 # -- benchmarks and pools ------------------------------------------------------------------------
@@ -97,7 +98,7 @@ def training_benchmark(
 
 def task_file_benchmark(tasks: Path, held_out: Path | None) -> tuple[Benchmark, BenchmarkSpec]:
     """The benchmark of `--tasks FILE [--held-out FILE]` and its spec (a run writes it in its
-    folder and refers to it, so that it resumes: `moscopt.app.runner.TASKS_SPEC`)."""
+    folder, `TASKS_SPEC`, and refers to it, so that it resumes)."""
     from moscopt.benchmarks.taskfile import TaskFileBenchmark, task_file_spec
 
     spec = task_file_spec(tasks, held_out)

@@ -57,7 +57,7 @@ def _resumed(
     path: Path, flags: dict[str, Any], notes: list[str]
 ) -> tuple[Config, Path, Path, int, str | None]:
     """(config, skills, project root, epochs done, benchmark) of the run at `path`."""
-    from moscopt.app.runner import resumed_config
+    from moscopt.app.resumption import resumed_config
     from moscopt.errors import UserError
     from moscopt.lm.cache import project_root
     from moscopt.run.rundir import RunDir

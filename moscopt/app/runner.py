@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.app.assembly import (
+    TASKS_SPEC,
     benchmark_ref,
     check_models,
     make_agent,
@@ -23,8 +24,10 @@ from moscopt.app.assembly import (
     starting_pool,
     training_benchmark,
 )
+from moscopt.app.resumption import resumed_config
 from moscopt.app.workspace import create_run, make_trainer
 from moscopt.config import Config
+from moscopt.core import yamlio
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
 from moscopt.routing.build import gate_stats, make_router
@@ -40,19 +43,6 @@ if TYPE_CHECKING:
     from moscopt.run.ledger import CertificateEvent
     from moscopt.run.rundir import RunDir
     from moscopt.run.state import RunState
-
-# Flags that may change when a run resumes (operational); anything else must match the frozen
-# config, or the resumed run would silently become a different experiment.
-RESUMABLE = (
-    "llm.concurrency",
-    "llm.max_calls",
-    "llm.max_cost",
-    "llm.timeout",
-    "llm.max_retries",
-    "llm.max_error_rate",
-    "training.certificate_samples",  # the end-of-run certificate takes no decision
-)
-TASKS_SPEC = "benchmark.yaml"  # a run on task files: the spec that names them (its benchmark)
 
 
 @dataclass
@@ -98,14 +88,12 @@ def train(
 
     path = run_path or new_run_path(project_root / config.runs_dir, bench.name)
     if spec is not None:  # the run names its task files by the spec it keeps in its folder
-        bench.spec_path = (path / TASKS_SPEC).resolve()
+        bench.spec_path = (path / TASKS_SPEC).resolve()  # written once the run exists
     ref = benchmark_ref(bench)
     config = config.model_copy(update={"benchmark": ref})
     run = create_run(path, config, pool, ref, splits)
     if spec is not None:
-        from moscopt.core import yamlio
-
-        atomic_write_text(run.path / TASKS_SPEC, yamlio.dump(spec.model_dump(mode="json")))
+        atomic_write_text(path / TASKS_SPEC, yamlio.dump(spec.model_dump(mode="json")))
     if started is not None:
         started(run.path)
     with run.locked():
@@ -145,24 +133,6 @@ def resume(
         if config != frozen:
             atomic_write_text(run.config_path, config.to_yaml())
         return _train(run, config, bench, splits, progress, state=state, resumed=True)
-
-
-def resumed_config(run: RunDir, frozen: Config, overrides: dict[str, Any]) -> Config:
-    """The run's `frozen` config with the flags a resumed run may change (`RESUMABLE`); a
-    `UserError` naming the others."""
-    changed = {k: v for k, v in overrides.items() if v is not None}
-    if "data.path" in changed:  # the frozen config holds the resolved path
-        changed["data.path"] = str(Path(changed["data.path"]).resolve())
-    fixed = [k for k in changed if k not in RESUMABLE and _get(frozen, k) != changed[k]]
-    if fixed:
-        raise UserError(
-            "a resumed run keeps its frozen config; these flags would change it: "
-            + ", ".join(fixed),
-            path=run.config_path,
-        )
-    from moscopt.config import load_config
-
-    return load_config(run.config_path, changed) if changed else frozen
 
 
 def _train(
@@ -252,13 +222,6 @@ def _mark_stopped(run: RunDir) -> None:
     state = run.load_state()
     state.status = "stopped"
     run.save(state)
-
-
-def _get(config: Config, dotted: str) -> Any:
-    node: Any = config
-    for part in dotted.split("."):
-        node = getattr(node, part)
-    return node
 
 
 # -- evaluation ----------------------------------------------------------------------------------

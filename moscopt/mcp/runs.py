@@ -23,7 +23,7 @@ def start_training(args: Args, flags: dict[str, Any], *, resume: bool) -> dict[s
     if resume:
         if run is None:
             raise UserError("resume needs run (the run directory to continue)", field="run")
-        from moscopt.app.runner import resumed_config
+        from moscopt.app.resumption import resumed_config
         from moscopt.run.rundir import RunDir
 
         opened = RunDir.open(run)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from moscopt.benchmarks.graders.answer import answer_grader
 from moscopt.benchmarks.spec import BenchmarkSpec
 from moscopt.benchmarks.tasks import GradeFn
 
@@ -51,29 +52,6 @@ def make_grader(spec: BenchmarkSpec, *, allow_unsandboxed: bool = False) -> Grad
 
     assert spec.grader_entry is not None
     return load_custom_grader(spec.grader_entry)
-
-
-def answer_grader(kind: str, choice_letters: str = "ABCD") -> GradeFn:
-    """The grader that compares a reply with an answer key: `math`, `numeric`, `exact` or
-    `choice` (`choice_letters` are its options' letters)."""
-    if kind == "math":
-        from moscopt.benchmarks.graders.math import grade_math, require_math_verify
-
-        require_math_verify()
-        return grade_math
-    if kind == "numeric":
-        from moscopt.benchmarks.graders.exact import grade_numeric
-
-        return grade_numeric
-    if kind == "choice":
-        from moscopt.benchmarks.graders.choice import make_choice_grader
-
-        return make_choice_grader(choice_letters)
-    if kind != "exact":
-        raise ValueError(f"not an answer grader: {kind!r}")
-    from moscopt.benchmarks.graders.exact import grade_exact
-
-    return grade_exact
 
 
 AgreeFn = Callable[[str, str], bool]  # (an answer, another) -> the grader counts them the same

@@ -15,7 +15,7 @@ def grade_judge(task: Task, response: str) -> Grade:
     if isinstance(judge, RuleJudge):
         return judge.grade(response)
     if isinstance(judge, AnswerJudge):
-        from moscopt.benchmarks.graders import answer_grader
+        from moscopt.benchmarks.graders.answer import answer_grader
 
         keyed = dataclasses.replace(task, gold=judge.answer)
         return answer_grader(judge.grader)(keyed, response)
