@@ -22,6 +22,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from moscopt.core import jsonio
 from moscopt.core.resources import data_dir
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_text
@@ -113,7 +114,7 @@ def _mcp_json(path: Path, force: bool) -> str:
     data: dict[str, object] = {}
     if path.exists():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = jsonio.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as e:
             raise UserError(f"is not valid JSON ({e.msg})", path=path, line=e.lineno) from None
         if not isinstance(data, dict):

@@ -21,6 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_text
 
@@ -117,7 +118,7 @@ def latest_adoption(backups: Path, to: Path) -> Path | None:
         record = folder / RECORD
         if record.is_file():
             try:
-                data = json.loads(record.read_text(encoding="utf-8"))
+                data = jsonio.loads(record.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
             if data.get("to") == target:
@@ -130,7 +131,7 @@ def undo(backups: Path, to: Path) -> Adoption:
     folder = latest_adoption(backups, to)
     if folder is None:
         raise UserError("no adoption to undo in this folder", path=to)
-    data = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    data = jsonio.loads((folder / RECORD).read_text(encoding="utf-8"))
     result = Adoption(to=to.resolve(), backup=folder)
     for name in data.get("added", []):
         shutil.rmtree(to / name, ignore_errors=True)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from moscopt.core import jsonio
 from moscopt.learn.secrets import clean
 from moscopt.learn.sessions import (
     MAX_FILE_BYTES,
@@ -82,7 +83,7 @@ def _record(raw: bytes, counts: HarvestCounts) -> dict[str, Any] | None:
         counts.bad_lines += 1
         return None
     try:
-        obj = json.loads(raw.decode("utf-8"))
+        obj = jsonio.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         obj = None
     if not isinstance(obj, dict):

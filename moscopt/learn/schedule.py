@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_text, make_dirs
 
@@ -134,7 +135,7 @@ def remove(project: Path) -> dict[str, Any] | None:
     path = folder(project) / RECORD
     if not path.is_file():
         return None
-    record: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    record: dict[str, Any] = jsonio.loads(path.read_text(encoding="utf-8"))
     if record.get("via") == "cron":
         marker = f"# {record['id']}"
         table = _crontab()
@@ -158,7 +159,7 @@ def describe(project: Path, tail: int = 5) -> list[str]:
     if not path.is_file():
         return []
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = jsonio.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return [f"schedule: unreadable record {path}"]
     lines = [f"schedule: nightly moscopt learn at {record.get('at')} via {record.get('via')}"]

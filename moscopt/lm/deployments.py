@@ -211,7 +211,9 @@ class DeploymentsTransport:
         call = _Call(request)
         token = _CALL.set(call)
         try:
-            response = await call_litellm(_routed(router, fields), budget, self._secrets)
+            response = await call_litellm(
+                _routed(router, fields), budget, self._secrets, self._max_bytes
+            )
         finally:
             _CALL.reset(token)
         hidden = getattr(response, "_hidden_params", None) or {}

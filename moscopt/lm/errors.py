@@ -17,7 +17,7 @@ Messages never contain API keys or auth headers (see `moscopt.lm.redact`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from moscopt.errors import MoscoptError, RunFailed, UserError
 
@@ -69,3 +69,19 @@ class LMOutputError(LMError):
 
 class LMSetupError(UserError):
     """The LLM layer cannot be set up as configured (bad model name, missing package)."""
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def cause_of(error: BaseException, kind: type[_E], *, context: bool = True) -> _E | None:
+    """The first exception of `kind` in `error`'s chain (itself, then its `__cause__`, and with
+    `context` its `__context__` where it has no cause): what a library wrapped, found again."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, kind):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or (cause.__context__ if context else None)
+    return None

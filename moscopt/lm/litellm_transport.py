@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from moscopt.lm.base import LMRequest, Message
+from moscopt.lm.body_guard import IDENTITY, bounded, refused
 from moscopt.lm.litellm_env import alitellm, preload
 from moscopt.lm.redact import redact
 from moscopt.lm.retry import Fault, fault_for_status, parse_retry_after
@@ -67,6 +68,7 @@ def litellm_fields(
     fields["num_retries"] = 0  # the client retries, and counts
     fields["max_retries"] = 0  # nor may the provider SDK retry behind our back
     fields["drop_params"] = True
+    fields["extra_headers"] = dict(IDENTITY)  # an uncompressed answer (see `body_guard`)
     return fields
 
 
@@ -81,9 +83,8 @@ def answer_of(
     `secrets` masked in its text; a `Fault` naming `llm.max_response_bytes` when its text and
     tool calls are longer than `max_bytes`.
 
-    litellm reads the body itself (through each provider's SDK), so on this path the bound is
-    applied to the answer it parsed: nothing larger is cached, recorded or graded, but the
-    memory litellm used to read it is not bounded (the direct HTTP transport's is)."""
+    litellm reads the body itself (through each provider's SDK), bounded by `call_litellm`
+    (`body_guard`); this bound on the parsed answer is the second line."""
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
     try:
@@ -142,13 +143,20 @@ def litellm_fault(e: BaseException, secrets: list[str | None]) -> Fault | BaseEx
     return None
 
 
-async def call_litellm(call: Any, timeout: float, secrets: list[str | None]) -> Any:
-    """Await a litellm call under a wall-clock guard, turning its failures into faults."""
+async def call_litellm(
+    call: Any, timeout: float, secrets: list[str | None], max_bytes: int | None = None
+) -> Any:
+    """Await a litellm call under a wall-clock guard and the body bound (`body_guard`: at most
+    `max_bytes` read, nothing compressed), turning its failures into faults."""
     try:
-        return await asyncio.wait_for(call, timeout + SAFETY_MARGIN)
+        with bounded(max_bytes):
+            return await asyncio.wait_for(call, timeout + SAFETY_MARGIN)
     except TimeoutError:
         raise Fault("transient", f"timed out after {timeout:g}s") from None
     except Exception as e:
+        body = refused(e)
+        if body is not None:
+            raise Fault("request", str(body)) from None
         found = litellm_fault(e, secrets)
         if found is None:
             raise
@@ -196,7 +204,8 @@ class LiteLLMTransport:
     async def asend(self, request: LMRequest) -> RawAnswer:
         module = await alitellm()
         kwargs = self._kwargs(request)
-        response = await call_litellm(module.acompletion(**kwargs), self._timeout, [self._key])
+        call = module.acompletion(**kwargs)
+        response = await call_litellm(call, self._timeout, [self._key], self._max_bytes)
         return answer_of(response, secrets=[self._key], max_bytes=self._max_bytes)
 
     async def aclose(self) -> None:

@@ -7,9 +7,11 @@ puts in an exception message or an event goes through `redact` first.
 from __future__ import annotations
 
 import base64
+import codecs
 import functools
 import os
 import re
+import unicodedata
 from collections.abc import Iterable
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH)", re.IGNORECASE)
@@ -145,3 +147,69 @@ def mask_values(text: str, values: Iterable[str]) -> str:
     if any(v in folded for v in lower) or any(v in text for v in exact):
         return pattern.sub(MASK, text)
     return text
+
+
+# -- what masking cannot promise: a check by construction ----------------------------------------
+
+DISTINCT = 12  # characters of a secret's normalized form that count as the secret
+_NOT_ALNUM = re.compile(r"[\W_]+")
+# (encoder, input bytes per group, output characters per group)
+_ENCODINGS = (
+    (base64.b64encode, 3, 4),
+    (base64.b32encode, 5, 8),
+    (base64.a85encode, 4, 5),
+    (base64.b85encode, 4, 5),
+)
+
+
+def normalized(text: str) -> str:
+    """`text` as the leak check reads it: NFKC (full-width and other compatibility forms become
+    ASCII), every character that is not a letter or a digit removed (spaces, zero-width and
+    other separators, punctuation, `%` and `:` between hex pairs), case-folded."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return _NOT_ALNUM.sub("", text).casefold()
+
+
+def leaks(text: str, extra: Iterable[str | None] = ()) -> bool:
+    """Whether `text` still holds a secret (those `scrub_secrets` masks) after masking: any
+    `DISTINCT` consecutive characters of a normalized form of it (`leak_forms`) in the
+    normalized text. What this guarantees and what it cannot: README, Security."""
+    values = env_secrets()
+    values += [v for v in extra if v and looks_secret(v, MIN_EXTRA) and v not in values]
+    if not values or not text:
+        return False
+    folded = normalized(text)
+    for size, windows in _leak_windows(tuple(sorted(values))):
+        if any(folded[i : i + size] in windows for i in range(len(folded) - size + 1)):
+            return True
+    return False
+
+
+def leak_forms(value: str) -> list[str]:
+    """The normalized forms of `value` and of `value` reversed that the check looks for: the
+    value itself (any case, any separators, any compatibility form: so percent-encoding and
+    colon-separated hex of it too, through its hex), rot13, hex, and base64, base32, ascii85
+    and base85 at every byte alignment (the characters that depend on the value alone)."""
+    forms: list[str] = []
+    for text in (value, value[::-1]):
+        raw = text.encode("utf-8", "surrogatepass")
+        forms += [text, codecs.encode(text, "rot13"), raw.hex()]
+        for encode, group, chars in _ENCODINGS:
+            for pad in range(group):
+                data = b"\0" * pad + raw
+                whole = data[: len(data) // group * group]  # groups that end inside the value
+                forms.append(encode(whole).decode("ascii")[chars if pad else 0 :])
+    return [f for f in (normalized(f) for f in forms) if len(f) >= MIN_EXTRA]
+
+
+@functools.lru_cache(maxsize=16)
+def _leak_windows(values: tuple[str, ...]) -> tuple[tuple[int, frozenset[str]], ...]:
+    """Every `DISTINCT`-character window of every form (a shorter form whole), by length."""
+    by_size: dict[int, set[str]] = {}
+    for value in values:
+        for form in leak_forms(value):
+            size = min(DISTINCT, len(form))
+            windows = by_size.setdefault(size, set())
+            windows.update(form[i : i + size] for i in range(len(form) - size + 1))
+    return tuple((size, frozenset(w)) for size, w in sorted(by_size.items()))

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from moscopt.lm.errors import cause_of
 from moscopt.lm.retry import Fault
 from moscopt.lm.wire import RawAnswer
 
@@ -115,15 +116,9 @@ def litellm_error(module: Any, fault: Fault, model: str) -> Exception:
 
 
 def fault_of(error: BaseException) -> Fault | None:
-    """The direct transport's `Fault` under a litellm exception that `litellm_error` made."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, Fault):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__  # never __context__: an error raised while handling ours
-    return None
+    """The direct transport's `Fault` under a litellm exception that `litellm_error` made
+    (never through `__context__`: an error raised while handling ours is not ours)."""
+    return cause_of(error, Fault, context=False)
 
 
 def model_response(module: Any, raw: RawAnswer, model: str) -> Any:

@@ -8,8 +8,10 @@ escapes, and which no UTF-8 file, SQLite row or terminal accepts) become U+FFFD;
 control characters (escape sequences: OSC 52 clipboard writes, OSC 8 links, cursor movement,
 screen clears; every C0/C1 control but newline and tab) are removed (`model_text`); the value
 of the endpoint's key and of secret environment variables, in their simple encodings, is masked
-(`moscopt.lm.redact.scrub_secrets`); and token counts that are not plausible (negative,
-fractional, past `MAX_TOKENS`) are flagged, not believed (`RawAnswer.usage_valid`).
+(`moscopt.lm.redact.scrub_secrets`), and an answer that still holds one in a form the leak check
+reads (`moscopt.lm.redact.leaks`) is `NotAnAnswer`, never stored; and token counts that are not
+plausible (negative, fractional, past `MAX_TOKENS`) are flagged, not believed
+(`RawAnswer.usage_valid`).
 
 JSON is read by `moscopt.core.jsonio.loads` (orjson, leniently `json` for a body orjson refuses):
 a document nested deeper than its bound is a `ValueError` like any other that is not JSON.
@@ -24,7 +26,7 @@ from typing import Any
 import orjson
 
 from moscopt.lm.base import LMRequest, Message, ToolCall, ToolRequest
-from moscopt.lm.redact import scrub_secrets
+from moscopt.lm.redact import leaks, scrub_secrets
 from moscopt.run.fsio import strip_controls
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -191,15 +193,22 @@ def raw_answer(
     valid = prompt is not None and completion is not None
     if cost is not None and not 0.0 <= cost < float("inf"):
         cost, valid = None, False  # a negative or infinite price is not believed either
+    text = model_text(text, secrets)
+    calls = tool_calls_of(message, secrets)
+    if leaks(text, secrets) or any(leaks(c.name + " " + c.arguments, secrets) for c in calls):
+        raise NotAnAnswer(
+            "the answer holds a secret (the endpoint's key or a secret environment variable) in "
+            "a form that cannot be masked: not stored"
+        )
     return RawAnswer(
-        text=model_text(text, secrets),
+        text=text,
         prompt_tokens=prompt or 0,
         completion_tokens=completion or 0,
         cached_tokens=cached_prompt_tokens(usage) if valid else 0,
         finish_reason=strip_controls(finish) if isinstance(finish, str) else None,
         cost=cost,
         deployment=deployment,
-        tool_calls=tool_calls_of(message, secrets),
+        tool_calls=calls,
         usage_valid=valid,
     )
 

@@ -153,8 +153,8 @@ def shape_of(
     selections = steps if gating.granularity == "step" else 1
     cycles = 0
     if evo.enabled and not single:
-        epochs = range(start_epoch, config.training.epochs)
-        cycles = sum((e + 1) % evo.every == 0 for e in epochs)
+        # epochs e in [start, E) with (e + 1) % every == 0, in closed form (E may be 10^12)
+        cycles = config.training.epochs // evo.every - start_epoch // evo.every
     halting = config.memory.halting
     n_val = max(1, math.ceil(opt.p_val * len(splits.val)))
     niches = config.niches

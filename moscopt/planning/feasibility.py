@@ -24,12 +24,18 @@ if TYPE_CHECKING:
     from moscopt.config import Config
 
 
+# Looks simulated at most: a warning's answer for more looks is that of this many (the plan's
+# work must not grow with optimizer.max_val_samples; issue 38, item 9).
+MAX_LOOKS = 64
+
+
 def _schedule(split: int, look: int, looks: int) -> list[list[int]]:
     return [[i for i, _ in look_tasks(split, look, s)] for s in range(looks)]
 
 
 def can_accept(split: int, look: int, looks: int, confidence: float) -> bool:
     """Whether an edit ahead on every task at every look is ever accepted."""
+    looks = min(looks, MAX_LOOKS)
     schedule = _schedule(split, look, looks)
     test = SequentialSignFlip(1.0 - confidence, looks, repeats_from=repeats_from(schedule))
     for keys in schedule:
@@ -41,6 +47,7 @@ def can_accept(split: int, look: int, looks: int, confidence: float) -> bool:
 
 def can_keep(split: int, look: int, looks: int, confidence: float, margin: float) -> bool:
     """Whether a change with identical answers on every task is ever kept (non-inferior)."""
+    looks = min(looks, MAX_LOOKS)
     schedule = _schedule(split, look, looks)
     test = NonInferiorityTest(1.0 - confidence, margin, looks, repeats_from=repeats_from(schedule))
     for keys in schedule:

@@ -9,12 +9,14 @@ the server honours, tasks that are always or never solved) make the test more po
 it is a floor a user can act on, and the same simulation for twice the validation tasks says what
 more tasks would buy. Graded rewards (partial credit) carry more per call than 0/1 and fresh
 tasks more than repeats of the same ones when a model answers consistently: `power_lines` says
-which the config uses. Deterministic (a fixed seed); a few hundred milliseconds.
+which the config uses. Deterministic (a fixed seed); a few hundred milliseconds, whatever
+`max_val_samples` is (`SIMULATED_LOOKS`).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from moscopt.optimizer.policies.blocks import look_tasks, repeats_from
@@ -24,6 +26,10 @@ from moscopt.planning.feasibility import feasibility_notes
 GAINS = tuple(round(0.05 * i, 2) for i in range(1, 11))  # +0.05 ... +0.5
 TRIALS = 200
 BASE = 0.5
+# Looks simulated per decision: the configured test (its boundaries for all `max_samples`
+# looks), stopped here. A decision still open counts as not accepted, so past this many looks
+# the figure is a floor on power, and the plan's work does not grow with max_val_samples.
+SIMULATED_LOOKS = 5
 
 
 def acceptance_rate(
@@ -38,11 +44,35 @@ def acceptance_rate(
     """The share of simulated decisions in which a true `gain` is accepted; `tasks` per look
     drawn from `pool` validation tasks (0: `tasks`), as `Validator` schedules them (a repeated
     task is the same block)."""
-    rng = random.Random(f"power:{gain}:{tasks}:{max_samples}:{confidence}")
-    schedule = [[i for i, _ in look_tasks(max(pool, tasks), tasks, s)] for s in range(max_samples)]
-    first = repeats_from(schedule)
+    decisions = _decisions(gain, tasks, max_samples, confidence, pool)
+    return sum(next(decisions) for _ in range(trials)) / trials
+
+
+def accepted_half(
+    gain: float, tasks: int, max_samples: int, confidence: float, *, pool: int = 0
+) -> bool:
+    """Whether `acceptance_rate(gain, ...) >= 0.5`, stopping as soon as the trials left cannot
+    change the answer (the same answer, in about half the simulated decisions)."""
+    need = TRIALS / 2
     accepted = 0
-    for _ in range(trials):
+    decisions = _decisions(gain, tasks, max_samples, confidence, pool)
+    for done in range(1, TRIALS + 1):
+        accepted += next(decisions)
+        if accepted >= need or accepted + (TRIALS - done) < need:
+            break
+    return accepted >= need
+
+
+def _decisions(
+    gain: float, tasks: int, max_samples: int, confidence: float, pool: int
+) -> Iterator[bool]:
+    """Simulated decisions on a true `gain` (True: accepted), one per `next`, seeded; at most
+    `SIMULATED_LOOKS` looks each (the work does not grow with `max_samples`)."""
+    rng = random.Random(f"power:{gain}:{tasks}:{max_samples}:{confidence}")
+    looks = min(max_samples, SIMULATED_LOOKS)
+    schedule = [[i for i, _ in look_tasks(max(pool, tasks), tasks, s)] for s in range(looks)]
+    first = repeats_from(schedule)
+    while True:
         test = SequentialSignFlip(1.0 - confidence, max_samples, repeats_from=first)
         for keys in schedule:
             diffs = [
@@ -51,8 +81,7 @@ def acceptance_rate(
             look = test.look(diffs, keys)
             if look.outcome != "open":
                 break
-        accepted += look.outcome == "crossed"
-    return accepted / trials
+        yield look.outcome == "crossed"
 
 
 def detectable_gain(
@@ -60,7 +89,7 @@ def detectable_gain(
 ) -> float | None:
     """The smallest gain of `GAINS` accepted at least half the time (None: not even +0.5)."""
     for gain in GAINS:
-        if acceptance_rate(gain, tasks, max_samples, confidence, pool=pool) >= 0.5:
+        if accepted_half(gain, tasks, max_samples, confidence, pool=pool):
             return gain
     return None
 
@@ -77,6 +106,7 @@ def power_summary(
         "val_tasks": tasks,
         "val_pool": pool,
         "max_val_samples": max_samples,
+        "simulated_looks": min(max_samples, SIMULATED_LOOKS),
         "fresh_looks": min(max_samples, pool // tasks),  # looks on tasks not yet seen
         "detectable_gain": here,  # accepted at least half the time (None: not even +0.5)
         "detectable_gain_with_twice_the_tasks": more,
@@ -106,10 +136,12 @@ def power_lines(power: dict[str, Any]) -> list[str]:
             "on most samples makes repeats no new evidence), so more tasks buy more than more "
             "samples: from 40 validation tasks looks draw 20 fresh ones each (optimizer.val_look)"
         )
+    simulated = power.get("simulated_looks", samples)
+    within = f" within its first {simulated} looks" if simulated < samples else ""
     return [
         f"power: with |V|={tasks} and up to {samples} sample(s) per decision, an edit is accepted "
-        f"at least half the time from a true gain of {said(power['detectable_gain'])} (0/1 "
-        f"rewards, independent draws; graded rewards find smaller gains); {2 * tasks} "
+        f"at least half the time{within} from a true gain of {said(power['detectable_gain'])} "
+        f"(0/1 rewards, independent draws; graded rewards find smaller gains); {2 * tasks} "
         f"validation tasks per look: {said(power['detectable_gain_with_twice_the_tasks'])}",
         f"evidence: {draws}",
         "evolution, gate restoration and lifecycle changes are kept only when the evidence bounds "

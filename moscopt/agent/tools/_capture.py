@@ -1,4 +1,5 @@
-"""Watch a sandboxed child: read its output with bounded memory, enforce the wall clock, kill.
+"""Watch a sandboxed child: read its output with bounded memory, enforce the wall clock and the
+work dir's disk bound, kill.
 
 `watch` runs in the calling thread (no helper threads), so many runs can proceed at once from
 many threads. Memory per run is bounded by ``keep_bytes`` per stream plus one read chunk.
@@ -13,6 +14,9 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from moscopt.agent.tools._workdir import DISK_LIMIT, disk_usage
 
 _CHUNK = 65536
 # How often a run whose pipes are still open re-checks whether its main process has exited
@@ -49,6 +53,14 @@ class Watched:
     timed_out: bool
     output_limit_hit: bool
     status: list[tuple[str, str]]
+    disk_limit_hit: bool = False
+
+    @property
+    def limit(self) -> str | None:
+        """The bound the child was killed at (its ``killed_reason``), if any."""
+        if self.disk_limit_hit:
+            return "disk-limit"
+        return "output-limit" if self.output_limit_hit else None
 
 
 def _exited_unreaped(pid: int) -> bool:
@@ -111,6 +123,8 @@ def watch(
     keep_bytes: int,
     kill_after_bytes: int,
     pid_namespace: bool,
+    work_dir: Path | None = None,
+    disk_bytes: int = DISK_LIMIT,
 ) -> Watched:
     """Read stdout, stderr and the status pipe until the child is done; kill it when due.
 
@@ -122,14 +136,18 @@ def watch(
     ``pid_namespace`` says the child is ``unshare --pid --fork``: then the namespace's init (its
     only child) is killed first, so that unshare reaps it — killing unshare too would leave the
     init to the host's PID 1, which may be slow to reap.
+
+    With ``work_dir``, what the tree under it occupies is measured every `_POLL_SECONDS`, and the
+    child killed once it passes ``disk_bytes`` (`disk_limit_hit`; see `_workdir.disk_usage`).
     """
     assert proc.stdout is not None and proc.stderr is not None
     out, err = StreamBuffer(keep_bytes), StreamBuffer(keep_bytes)
     buffers = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     status_raw = bytearray()
-    timed_out = output_limit_hit = False
+    timed_out = output_limit_hit = disk_limit_hit = False
     deadline = time.monotonic() + timeout
     exited_at: float | None = None
+    measured = 0.0
     with selectors.DefaultSelector() as selector:
         for fd in (*buffers, status_fd):
             os.set_blocking(fd, False)
@@ -143,6 +161,11 @@ def watch(
                 exited_at = now
             if exited_at is not None and now - exited_at > _DRAIN_GRACE_SECONDS:
                 break
+            if work_dir is not None and exited_at is None and now - measured >= _POLL_SECONDS:
+                used, measured = disk_usage(work_dir, disk_bytes), now
+                if used is None or used > disk_bytes:
+                    disk_limit_hit = True
+                    break
             for key, _ in selector.select(min(deadline - now, _POLL_SECONDS)):
                 fd = int(key.fd)
                 try:
@@ -171,6 +194,7 @@ def watch(
         timed_out=timed_out,
         output_limit_hit=output_limit_hit,
         status=_parse_status(bytes(status_raw)),
+        disk_limit_hit=disk_limit_hit,
     )
 
 

@@ -117,3 +117,33 @@ def remove_tree(path: Path) -> None:
                 os.unlink(failed)
 
     shutil.rmtree(path, onerror=make_writable_and_retry)
+
+
+# The most a run may hold in its work dir (its only writable place, also its HOME and TMPDIR),
+# all files together: `watch` measures it every `_capture._POLL_SECONDS` and kills the run past
+# it (killed_reason "disk-limit"). Each entry counts at least `ENTRY_BYTES`, so a flood of empty
+# files or directories is bounded too.
+DISK_LIMIT = 256 * 1024 * 1024
+ENTRY_BYTES = 16 * 1024  # an inode, a block and directory entries, rounded up
+
+
+def disk_usage(root: Path, limit: int) -> int | None:
+    """The bytes the tree under `root` occupies (allocated blocks, each entry at least
+    `ENTRY_BYTES`), counted until past `limit`; None when part of it cannot be read (a
+    directory the code made unreadable hides what it holds: as good as past the bound)."""
+    total, stack = 0, [str(root)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    info = entry.stat(follow_symlinks=False)
+                    total += max(info.st_blocks * 512, ENTRY_BYTES)
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    if total > limit:
+                        return total
+        except FileNotFoundError:
+            continue  # removed while counted
+        except OSError:
+            return None
+    return total

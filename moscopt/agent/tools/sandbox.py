@@ -21,10 +21,11 @@ The boundary is the kernel, never Python. Layers, strongest first (`isolation_av
 - as root, a random unprivileged uid/gid per run (no groups, no capabilities), so file
   permissions protect the rest of the machine and RLIMIT_NPROC counts this run only (in a user
   namespace of its own, as non-root, RLIMIT_NPROC counts that namespace only, so it is set too);
-- rlimits (CPU ``cpu_seconds``, address space ``memory_mb``, `FILE_SIZE_LIMIT`,
+- rlimits (CPU ``cpu_seconds``, address space ``memory_mb``, `FILE_SIZE_LIMIT` per file,
   `OPEN_FILES_LIMIT`, no core dumps, ``max_processes``), the wall clock (the whole process tree
   is SIGKILLed and reaped before `run_python` returns), output read with bounded memory (killed
-  once a stream passes `output_kill_bytes`);
+  once a stream passes `output_kill_bytes`), the work dir's total (`_workdir.DISK_LIMIT`,
+  measured every 50 ms: killed past it, ``killed_reason="disk-limit"``, on every machine);
 - the audit hook (`moscopt.agent.tools._hook`): defence in depth and clear error messages
   (``killed_reason="blocked: <what>"``); pure Python can get past it, and nothing relies on it.
 
@@ -56,14 +57,15 @@ kill(-1), of a bystander                                     scoped signals
 fork bomb                                   PID ns + NPROC   seccomp          seccomp
 setsid daemon outliving the call            PID namespace    seccomp          seccomp
 memory flood, output flood                  rlimit, reader   rlimit, reader   rlimit, reader
+disk flood (many files)                     watcher          watcher          watcher
 another concurrent run's work dir           not in the root  Landlock reads   root: uid drop
 =========================================  ===============  ===============  ===============
 
-On this machine (Linux 6.18, Landlock ABI 7, bubblewrap 0.8.0, user namespaces enabled) every
-row holds in B and L, as root and as nobody, and the default (B with Landlock, seccomp and the
-hook inside) contains all of them. Not prevented anywhere: reading world-readable system files
-under ``/usr``; using CPU, memory and disk below the limits; native code from a model-written
-shared library runs (inside the same confinement). Without seccomp (a kernel without it) L loses
+On this machine (Linux 6.18, Landlock ABI 7, bubblewrap 0.8.0, user namespaces) every row holds
+in B and L, as root and as nobody, and so does the default (B with Landlock, seccomp and the hook
+inside). Not prevented anywhere: reading world-readable files under ``/usr``; CPU, memory and
+disk below the limits (disk: up to 50 ms of writes past it); native code from a model-written
+shared library (inside the same confinement). Without seccomp (a kernel without it) L loses
 its rows marked seccomp for non-root users. As root, the system temp dir must be traversable
 by other users (it is, normally: /tmp is 1777).
 
@@ -112,8 +114,8 @@ UNSANDBOXED_REFUSED = (
 
 @dataclass(frozen=True)
 class Layers:
-    """Which isolation layers to use where the machine has them. Only tests turn some off, to
-    check that each remaining layer holds on its own (and to emulate weaker machines)."""
+    """Which isolation layers to use where the machine has them (only tests turn some off, to
+    check that each remaining layer holds alone and to emulate weaker machines)."""
 
     bwrap: bool = True
     namespaces: bool = True  # ``unshare``, when bwrap is not used
@@ -145,14 +147,13 @@ class ExecResult:
     """The outcome of one sandboxed run.
 
     ``stdout``/``stderr`` hold at most ``max_output`` characters each (plus a truncation marker).
-    ``exit_code`` is None when the process was killed by a signal (timeout, CPU limit, output
-    limit). ``killed_reason`` explains a failure the sandbox caused or detected: "timeout",
-    "memory", "output-limit", "process-limit", "cpu-time", "file-size", "signal: SIGSEGV",
-    "blocked: <what>", `UNSANDBOXED_REFUSED` (the code did not run); None when the code ran to
-    its own end. ``isolation`` says what kept the code from the machine's files: "bwrap",
-    "landlock", or "unsandboxed" (only with ``allow_unsandboxed``: log it); "" if the sandbox
-    did not start. ``tests_passed`` (runs with a `TestSpec` only) is True only when the judge
-    proved that every test passed; None without tests.
+    ``exit_code`` is None when the process was killed by a signal (timeout, a limit).
+    ``killed_reason`` explains a failure the sandbox caused or detected: "timeout", "memory",
+    "output-limit", "disk-limit", "process-limit", "cpu-time", "file-size", "signal: SIGSEGV",
+    "blocked: <what>", `UNSANDBOXED_REFUSED` (the code did not run); None if it ran to its end.
+    ``isolation``: what kept the code from the machine's files: "bwrap", "landlock", or
+    "unsandboxed" (only with ``allow_unsandboxed``: log it); "" if the sandbox did not start.
+    ``tests_passed`` (with a `TestSpec`): True only when the judge proved every test passed.
     """
 
     stdout: str
@@ -249,7 +250,7 @@ def run_python(
             _isolation.kill_processes_of(identity[0])
     duration = time.monotonic() - started
     exit_code, reason = _interpret(
-        watched.returncode, watched.status, watched.timed_out, watched.output_limit_hit
+        watched.returncode, watched.status, watched.timed_out, watched.limit
     )
     protections = next((v for k, v in watched.status if k == "protections"), None)
     return ExecResult(
@@ -304,6 +305,7 @@ def _launch(
             keep_bytes=4 * max_output + 4,
             kill_after_bytes=output_kill_bytes(max_output),
             pid_namespace=bool(prefix),
+            work_dir=dirs.work,
         )
     except BaseException:  # e.g. KeyboardInterrupt: the child must not outlive the call
         kill_group(proc.pid)
@@ -362,16 +364,13 @@ def _isolation_name(protections: str | None) -> str:
 
 
 def _interpret(
-    returncode: int,
-    status: list[tuple[str, str]],
-    timed_out: bool,
-    output_limit: bool,
+    returncode: int, status: list[tuple[str, str]], timed_out: bool, limit: str | None
 ) -> tuple[int | None, str | None]:
-    """Map the raw outcome to (exit_code, killed_reason)."""
+    """Map the raw outcome to (exit_code, killed_reason); `limit`: the bound it was killed at."""
     if timed_out:
         return None, "timeout"
-    if output_limit:
-        return None, "output-limit"
+    if limit:
+        return None, limit
     signum: int | None = -returncode if returncode < 0 else None
     for key, value in status:
         if key == "signal" and value.isdigit():

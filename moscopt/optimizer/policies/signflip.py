@@ -81,12 +81,8 @@ class SequentialSignFlip:
             raise ValueError(f"looks must be at least 1, got {looks}")
         self.alpha, self.looks, self.shape = alpha, looks, shape
         self.schedule = Schedule(alpha, looks, repeats_from)
-        z_alpha = NormalDist().inv_cdf(1.0 - alpha)
-        z_power = NormalDist().inv_cdf(futility_power)
-        self._futility = [
-            math.sqrt(t) * (z_alpha + z_power * math.sqrt(1.0 - t))
-            for t in (k / looks for k in range(1, looks))
-        ]
+        self._z_alpha = NormalDist().inv_cdf(1.0 - alpha)
+        self._z_power = NormalDist().inv_cdf(futility_power)
         self._blocks = Blocks(self.schedule)
         self._batches: list[list[int]] = []
         self._sum = 0
@@ -148,7 +144,9 @@ class SequentialSignFlip:
     def _stops(self, k: int, total: int, sum_sq: int) -> bool:
         """Whether a path at running sum `total` stops at look k < K without crossing: all
         differences zero so far (a tie), or too little conditional power."""
-        return sum_sq == 0 or total <= self._futility[k - 1] * math.sqrt(sum_sq)
+        t = k / self.looks  # the futility bound at look k: O(1), however many looks
+        futility = math.sqrt(t) * (self._z_alpha + self._z_power * math.sqrt(1.0 - t))
+        return sum_sq == 0 or total <= futility * math.sqrt(sum_sq)
 
     def _outcome(self, observed: int, boundary: float, k: int, sum_sq: int) -> Outcome:
         if observed >= boundary:
