@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from moscopt.embedding import MINILM, EmbedderUnavailable
 from moscopt.embedding.base import is_model, text_key
-from moscopt.embedding.shared import installed, sentence_embedder
+from moscopt.embedding.shared import installed, running_embedder, sentence_embedder
 
 if TYPE_CHECKING:
     from moscopt.embedding.base import Vector
@@ -105,6 +105,16 @@ def mean_cosine(vectors: Sequence[Vector]) -> float:
     total = m.sum(axis=0)
     n = len(m)
     return float((total @ total - np.einsum("ij,ij->", m, m)) / (n * (n - 1)))
+
+
+def warm(model: str, names: Sequence[str], texts: Sequence[str]) -> None:
+    """Embed, in the background, the texts of the sample the next check reads, where the model's
+    process already runs (the run's `preload_embeddings` started it): an accepted edit's new
+    body is then known when the epoch ends. Vectors are pure functions of the texts, so this
+    changes when they are computed, never what they are."""
+    embedder = running_embedder(model) if is_model(model) else None
+    if embedder is not None:
+        embedder.warm([texts[i] for i in sample_indices(names)])
 
 
 def ratio(a: str, b: str) -> float:

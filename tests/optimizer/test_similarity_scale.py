@@ -148,3 +148,24 @@ def test_sketches_are_a_pure_function_of_the_texts() -> None:
     assert np.array_equal(sims, estimated_jaccard(list(pool)))
     assert ranked_pairs(pool) == ranked_pairs(list(pool))
     assert estimated_jaccard(["a b c d e f", "u v w x y z"])[0, 1] < 0.1
+
+
+def test_an_adopted_pool_warms_the_samples_vectors_where_the_model_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    warmed: list[list[str]] = []
+
+    class Running:
+        def warm(self, got: Sequence[str]) -> None:
+            warmed.append(list(got))
+
+    names = [f"n{i}" for i in range(100)]
+    pool = texts(100)
+    monkeypatch.setattr(similarity, "running_embedder", lambda model: None)
+    similarity.warm("some/model", names, pool)  # its process is not running: nothing starts
+    assert warmed == []
+    monkeypatch.setattr(similarity, "running_embedder", lambda model: Running())
+    similarity.warm("difflib", names, pool)  # no model
+    assert warmed == []
+    similarity.warm("some/model", names, pool)
+    assert warmed == [[pool[i] for i in sample_indices(names)]]
