@@ -9,12 +9,13 @@ same texts, so `threshold_for` moves the configured (embedding-scale) threshold 
 of the method that ran.
 
 The work is bounded whatever the pool's size N. Up to `SAMPLE` skills, the mean is over every
-pair; beyond, over every pair of a stable sample of `SAMPLE` skills: those whose names hash
-lowest (`sample_indices`), so from one cycle to the next the sample changes only where the pool
-did, and its vectors are those already known (the embedder's memory, the project's store; the
-run embeds them in the background when it starts, `preload_embeddings`). The mean over a sample
-is an unbiased estimate of the mean over the pool (`scripts/bench_scale.py --accuracy` prints
-its error against the exact mean). Cosines come from one matrix product of the unit vectors.
+pair; beyond, it is estimated from every pair of a stable sample of `SAMPLE` skills (those whose
+names hash lowest, `sample_indices`: from one cycle to the next the sample changes only where
+the pool did, and its vectors are those already known: the embedder's memory, the project's
+store; the run embeds them in the background when it starts, `preload_embeddings`, and after
+each accepted change, `warm`), adjusted by MinHash sketches of every skill
+(`adjusted_mean`); `scripts/bench_scale.py --accuracy` prints its error against the exact
+mean. Cosines come from one matrix product of the unit vectors.
 The pairs ranked for the forced mutation (`similar_pairs`) are difflib's order up to `SAMPLE`
 skills; beyond, MinHash sketches of every skill (`moscopt.optimizer.sketches`) nominate the
 `CANDIDATES` likeliest pairs, which difflib orders, the rest following in the sketches' order.
@@ -72,39 +73,67 @@ def threshold_for(method: str, threshold: float) -> float:
 def mean_pairwise_similarity(
     texts: Sequence[str], model: str = MINILM, keys: Sequence[str] | None = None
 ) -> tuple[float, str]:
-    """(mean similarity over all pairs, or over the pairs of the stable sample beyond `SAMPLE`
-    texts; the method used: the model name or "difflib"). `keys` (the skills' names) choose the
-    sample; by default the texts themselves. Slow the first time a model is used in a process:
-    call it from a thread."""
+    """(mean similarity over all pairs, exact up to `SAMPLE` texts and estimated beyond,
+    `adjusted_mean`; the method used: the model name or "difflib"). `keys` (the skills'
+    names) choose the sample; by default the texts themselves. Slow the first time a model is
+    used in a process: call it from a thread."""
     if len(texts) < 2:
         return (0.0, "none")
-    chosen = [texts[i] for i in sample_indices(keys if keys is not None else texts)]
+    picked = sample_indices(keys if keys is not None else texts)
+    chosen = [texts[i] for i in picked]
+    sims: list[float] | None = None
+    method = "difflib"
     if is_model(model):  # not difflib, not a hashing name
         vectors = vectors_for(model, chosen)
         if vectors is not None:
-            return (mean_cosine(vectors), model)
-    sims = [ratio(chosen[i], chosen[j]) for i, j in _pairs(len(chosen))]
-    return (math.fsum(sims) / len(sims), "difflib")
+            sims, method = pair_cosines(vectors), model
+    if sims is None:
+        sims = [ratio(chosen[i], chosen[j]) for i, j in _pairs(len(chosen))]
+    if len(picked) == len(texts):
+        return (math.fsum(sims) / len(sims), method)
+    return (adjusted_mean(texts, picked, sims), method)
 
 
-def sample_indices(keys: Sequence[str], size: int = SAMPLE) -> list[int]:
+def adjusted_mean(texts: Sequence[str], picked: Sequence[int], sims: Sequence[float]) -> float:
+    """The mean over all pairs of `texts`, from `sims`, the similarities of the pairs of the
+    sample `picked` (in `_pairs` order), adjusted by a cheap similarity known for every pair:
+    the sketches' estimated Jaccard x (`moscopt.optimizer.sketches`). A regression estimate:
+    mean(sims) + b * (mean of x over all pairs - mean of x over the sample's pairs), b the
+    least-squares slope of sims on x over the sample's pairs; with b = 0 it is the sample's
+    mean. Where x follows the method's similarity, it corrects a sample that happens to hold
+    more (or fewer) alike skills than the pool."""
+    import numpy as np
+
+    from moscopt.optimizer.sketches import estimated_jaccard
+
+    x = estimated_jaccard(texts)
+    overall = float(x[np.triu_indices(len(texts), k=1)].mean())
+    idx = np.asarray(picked)
+    xs = x[np.ix_(idx, idx)][np.triu_indices(len(idx), k=1)]
+    ys = np.asarray(sims, dtype=np.float64)
+    dx = xs - xs.mean()
+    spread = float(dx @ dx)
+    slope = float(dx @ (ys - ys.mean())) / spread if spread > 1e-12 else 0.0
+    return min(1.0, max(-1.0, float(ys.mean()) + slope * (overall - float(xs.mean()))))
+
+
+def sample_indices(keys: Sequence[str], size: int | None = None) -> list[int]:
     """The positions of the `size` keys whose SHA-256 is lowest, in their order (all of them
     when there are no more than `size`): a sample that stays put while its members do."""
+    size = SAMPLE if size is None else size
     if len(keys) <= size:
         return list(range(len(keys)))
     ranked = sorted(range(len(keys)), key=lambda i: (text_key(keys[i]), i))
     return sorted(ranked[:size])
 
 
-def mean_cosine(vectors: Sequence[Vector]) -> float:
-    """The mean cosine over all pairs of unit `vectors`, from their sum:
-    (|sum v|^2 - sum |v|^2) / (n (n - 1)), in float64."""
+def pair_cosines(vectors: Sequence[Vector]) -> list[float]:
+    """The cosine of every pair of unit `vectors` (in `_pairs` order), from one matrix
+    product."""
     import numpy as np
 
     m = np.stack(vectors).astype(np.float64)
-    total = m.sum(axis=0)
-    n = len(m)
-    return float((total @ total - np.einsum("ij,ij->", m, m)) / (n * (n - 1)))
+    return [float(c) for c in (m @ m.T)[np.triu_indices(len(m), k=1)]]
 
 
 def warm(model: str, names: Sequence[str], texts: Sequence[str]) -> None:
