@@ -9,13 +9,15 @@ same texts, so `threshold_for` moves the configured (embedding-scale) threshold 
 of the method that ran.
 
 The work is bounded whatever the pool's size N. Up to `SAMPLE` skills, the mean is over every
-pair; beyond, it is estimated from every pair of a stable sample of `SAMPLE` skills (those whose
-names hash lowest, `sample_indices`: from one cycle to the next the sample changes only where
-the pool did, and its vectors are those already known: the embedder's memory, the project's
-store; the run embeds them in the background when it starts, `preload_embeddings`, and after
-each accepted change, `warm`), adjusted by MinHash sketches of every skill
-(`adjusted_mean`); `scripts/bench_scale.py --accuracy` prints its error against the exact
-mean. Cosines come from one matrix product of the unit vectors.
+pair; beyond, it is estimated from as many pairs as `SAMPLE` skills make (496), adjusted by
+MinHash sketches of every skill (`adjusted_mean`). With embeddings, those are the pairs of a
+stable sample of `SAMPLE` skills (those whose names hash lowest, `sample_indices`: from one
+cycle to the next the sample changes only where the pool did, and its vectors are those already
+known: the embedder's memory, the project's store; the run embeds them in the background when
+it starts, `preload_embeddings`, and after each accepted change, `warm`); with difflib, which
+needs no vectors, pairs drawn over the whole pool (`sampled_pairs`).
+`scripts/bench_scale.py --accuracy` prints the error against the exact mean. Cosines come from
+one matrix product of the unit vectors.
 The pairs ranked for the forced mutation (`similar_pairs`) are difflib's order up to `SAMPLE`
 skills; beyond, MinHash sketches of every skill (`moscopt.optimizer.sketches`) nominate the
 `CANDIDATES` likeliest pairs, which difflib orders, the rest following in the sketches' order.
@@ -27,6 +29,7 @@ import difflib
 import itertools
 import logging
 import math
+import random
 from bisect import bisect_left
 from collections.abc import Sequence
 from functools import cache
@@ -79,37 +82,58 @@ def mean_pairwise_similarity(
     used in a process: call it from a thread."""
     if len(texts) < 2:
         return (0.0, "none")
-    picked = sample_indices(keys if keys is not None else texts)
-    chosen = [texts[i] for i in picked]
-    sims: list[float] | None = None
-    method = "difflib"
+    keys = keys if keys is not None else texts
     if is_model(model):  # not difflib, not a hashing name
-        vectors = vectors_for(model, chosen)
+        picked = sample_indices(keys)
+        vectors = vectors_for(model, [texts[i] for i in picked])
         if vectors is not None:
-            sims, method = pair_cosines(vectors), model
-    if sims is None:
-        sims = [ratio(chosen[i], chosen[j]) for i, j in _pairs(len(chosen))]
-    if len(picked) == len(texts):
-        return (math.fsum(sims) / len(sims), method)
-    return (adjusted_mean(texts, picked, sims), method)
+            pairs = [(picked[i], picked[j]) for i, j in _pairs(len(picked))]
+            return (estimate(texts, pairs, pair_cosines(vectors)), model)
+    pairs = sampled_pairs(keys, len(_pairs(SAMPLE)))
+    return (estimate(texts, pairs, [ratio(texts[i], texts[j]) for i, j in pairs]), "difflib")
 
 
-def adjusted_mean(texts: Sequence[str], picked: Sequence[int], sims: Sequence[float]) -> float:
-    """The mean over all pairs of `texts`, from `sims`, the similarities of the pairs of the
-    sample `picked` (in `_pairs` order), adjusted by a cheap similarity known for every pair:
-    the sketches' estimated Jaccard x (`moscopt.optimizer.sketches`). A regression estimate:
-    mean(sims) + b * (mean of x over all pairs - mean of x over the sample's pairs), b the
-    least-squares slope of sims on x over the sample's pairs; with b = 0 it is the sample's
-    mean. Where x follows the method's similarity, it corrects a sample that happens to hold
-    more (or fewer) alike skills than the pool."""
+def estimate(texts: Sequence[str], pairs: Sequence[tuple[int, int]], sims: list[float]) -> float:
+    """The mean over all pairs of `texts`: the mean of `sims` when `pairs` are all of them,
+    else `adjusted_mean`."""
+    if len(pairs) == len(texts) * (len(texts) - 1) // 2:
+        return math.fsum(sims) / len(sims)
+    return adjusted_mean(texts, pairs, sims)
+
+
+def sampled_pairs(keys: Sequence[str], count: int) -> list[tuple[int, int]]:
+    """`count` distinct pairs (i < j) of positions of `keys`, drawn uniformly by a generator
+    seeded with the keys (the same pool draws the same pairs); all of them if there are no
+    more. For difflib, which needs no vectors, pairs drawn over the whole pool: a closer
+    estimate than the pairs of a sample of skills."""
+    n = len(keys)
+    if count >= n * (n - 1) // 2:
+        return _pairs(n)
+    rng = random.Random(text_key("\n".join(sorted(keys))))
+    chosen: set[tuple[int, int]] = set()
+    while len(chosen) < count:
+        i, j = rng.sample(range(n), 2)
+        chosen.add((min(i, j), max(i, j)))
+    return sorted(chosen)
+
+
+def adjusted_mean(
+    texts: Sequence[str], pairs: Sequence[tuple[int, int]], sims: Sequence[float]
+) -> float:
+    """The mean over all pairs of `texts`, from `sims`, the similarities of `pairs`, adjusted
+    by a cheap similarity known for every pair: the sketches' estimated Jaccard x
+    (`moscopt.optimizer.sketches`). A regression estimate: mean(sims) + b * (mean of x over all
+    pairs - mean of x over `pairs`), b the least-squares slope of sims on x over `pairs`; with
+    b = 0 it is the plain mean. Where x follows the method's similarity, it corrects a sample
+    that happens to hold more (or fewer) alike skills than the pool."""
     import numpy as np
 
     from moscopt.optimizer.sketches import estimated_jaccard
 
     x = estimated_jaccard(texts)
     overall = float(x[np.triu_indices(len(texts), k=1)].mean())
-    idx = np.asarray(picked)
-    xs = x[np.ix_(idx, idx)][np.triu_indices(len(idx), k=1)]
+    rows, cols = zip(*pairs, strict=True)
+    xs = x[np.asarray(rows), np.asarray(cols)]
     ys = np.asarray(sims, dtype=np.float64)
     dx = xs - xs.mean()
     spread = float(dx @ dx)
