@@ -212,7 +212,7 @@ def pool_curve(url: str, tmp: Path, sizes: list[int], configs: list[str]) -> Non
             "gate tok/task", "status s", "report s", "log s")  # fmt: skip
     print("  ".join(f"{h:>13}" for h in head))
     for config in configs:
-        first = None
+        first: tuple[float, float] | None = None
         for n in sizes:
             run = f"runs/{config}-{n}"
             cache = f"llm.cache_dir={root / 'caches' / run}"  # every answer a call
@@ -222,7 +222,8 @@ def pool_curve(url: str, tmp: Path, sizes: list[int], configs: list[str]) -> Non
             r = readers(root, run)
             first = first or (m["wall"], m["cpu"])
             cells = (config, n, f"{m['wall']:.2f}", f"{m['wall'] / first[0]:.2f}",
-                     f"{m['cpu']:.2f}", f"{m['cpu'] / first[1]:.2f}", f"{m['rss']:.0f}", led["calls"], f"{led['tok']:.0f}",
+                     f"{m['cpu']:.2f}", f"{m['cpu'] / first[1]:.2f}", f"{m['rss']:.0f}",
+                     led["calls"], f"{led['tok']:.0f}",
                      f"{led['gate'] / max(1, led['gates']):.0f}", f"{r['status']:.2f}",
                      f"{r['report']:.2f}", f"{r['log']:.2f}")  # fmt: skip
             print("  ".join(f"{c!s:>13}" for c in cells), flush=True)
