@@ -269,7 +269,7 @@ def run_lengths(url: str, tmp: Path, steps: list[int]) -> None:
     head = ("steps", "events", "log MB", "train s", "status s", "status cpu", "report s",
             "report cpu", "log s", "resume s", "resume cpu")  # fmt: skip
     print("  ".join(f"{h:>11}" for h in head))
-    per_step = 30.0  # calls per step, refined by the first run
+    per_step = 10.0  # calls per step (N 4: 9.5-10), refined by each run
     for target in steps:
         run = f"runs/s{target}"
         budget = str(round(target * per_step))
