@@ -351,7 +351,7 @@ def accuracy(pools: int, size: int, model: str) -> None:
                 every = sim.pair_cosines(vectors)
             exact = sum(every) / len(every)
             if method == "difflib":  # the pairs the method draws, over the whole pool
-                used_pairs = set(sim.sampled_pairs(names, sim.SAMPLE * (sim.SAMPLE - 1) // 2))
+                used_pairs = set(sim.sampled_pairs(names, sim.DIFFLIB_PAIRS))
             else:  # the pairs of its sample of skills
                 picked = sim.sample_indices(names)
                 used_pairs = set(itertools.combinations(picked, 2))
