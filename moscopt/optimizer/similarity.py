@@ -93,7 +93,7 @@ def mean_pairwise_similarity(
         if vectors is not None:
             pairs = [(picked[i], picked[j]) for i, j in _pairs(len(picked))]
             return (estimate(texts, pairs, pair_cosines(vectors)), model)
-    pairs = sampled_pairs(keys, DIFFLIB_PAIRS)
+    pairs = _pairs(len(texts)) if len(texts) <= SAMPLE else sampled_pairs(keys, DIFFLIB_PAIRS)
     return (estimate(texts, pairs, [ratio(texts[i], texts[j]) for i, j in pairs]), "difflib")
 
 
