@@ -1,6 +1,6 @@
 """How moscopt's own cost grows with the pool, the run's length and the task set (prints).
 
-    python scripts/bench_scale.py                    # N 4, 32, 128; 10 and 100 steps; 1,000 tasks
+    python scripts/bench_scale.py           # N 4, 32, 128; 10 and 100 steps; 100 and 1,000 tasks
     python scripts/bench_scale.py --sizes 4,32,128,512 --steps 10,100,1000 --tasks 100,1000,10000
 
 Every figure is moscopt's own work: the scripted world (`moscopt.testing.scripted`) is served at
