@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -134,7 +133,7 @@ def train(
     from moscopt.app.workspace import create_run, make_trainer
     from moscopt.core.resources import seed_skills_dir
     from moscopt.core.skills import Pool
-    from moscopt.run.rundir import RunDir
+    from moscopt.run.rundir import RunDir, new_run_path
 
     cfg = config_of(config, lm, optimizer_lm)
     bench, splits, ref = benchmark_of(cfg, tasks, grader, benchmark, instructions)
@@ -153,7 +152,7 @@ def train(
             pool_warnings(len(pool), cfg)
         else:
             pool, _ = starting_pool(Path(skills) if skills else seed_skills_dir(), cfg)
-        path = Path(run_dir) if run_dir else _new_run_path(Path(cfg.runs_dir), bench.name)
+        path = Path(run_dir) if run_dir else new_run_path(Path(cfg.runs_dir), bench.name)
         run = create_run(path, cfg, pool, ref, splits)
     with run.locked(), lms_of(cfg, run, lm, optimizer_lm) as (agent_lm, opt_lm):
         trainer = make_trainer(
@@ -179,15 +178,6 @@ def train(
         cost=s.totals.cost,
         q_scores=dict(sorted(s.q.items())),
     )
-
-
-def _new_run_path(runs: Path, name: str) -> Path:
-    """`runs/<name>-<time>`, with `-2`, `-3`, ... when a run of the same second is there."""
-    base = f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    path, n = runs / base, 2
-    while path.exists():
-        path, n = runs / f"{base}-{n}", n + 1
-    return path
 
 
 # -- evaluate ------------------------------------------------------------------------------------

@@ -25,12 +25,10 @@ what gets credit).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from moscopt.agent.harness import Reselect, Rollout, Usage, full_text, progress_text, run_agent
-from moscopt.benchmarks.graders import INLINE_GRADERS
 from moscopt.core.skills import Pool, Skill
 from moscopt.extensions.memory.tracker import MemorySettings, StepMemory
 from moscopt.lm.base import LM, Message
@@ -173,10 +171,7 @@ class SkillAgent:
             memory=memory,
             toolbox=await self.toolbox(task) if self.tools else None,
         )
-        if getattr(getattr(self.benchmark, "spec", None), "grader", None) in INLINE_GRADERS:
-            grade = self.benchmark.grade(task, response)
-        else:
-            grade = await asyncio.to_thread(self.benchmark.grade, task, response)
+        grade = await self.benchmark.agrade(task, response)
         return Rollout(
             task_id=task.id,
             skills=activation.skills,

@@ -25,12 +25,14 @@ from moscopt.errors import UserError
 if TYPE_CHECKING:
     from moscopt.agent.skill_agent import SkillAgent
     from moscopt.benchmarks import Benchmark, Splits, Task
+    from moscopt.benchmarks.spec import BenchmarkSpec
     from moscopt.extensions.memory.params import MemoryState
     from moscopt.lm.base import LM
     from moscopt.routing.gate import Router
     from moscopt.run.rundir import RunDir
 
-Role = Literal["agent", "optimizer"]
+Role = Literal["agent", "optimizer", "judge"]
+TASKS_SPEC = "benchmark.yaml"  # a run on task files: the spec that names them (its benchmark)
 
 
 # -- benchmarks and pools ------------------------------------------------------------------------
@@ -48,21 +50,70 @@ def named_benchmark(config: Config, name: str | None) -> Benchmark:
     return bench
 
 
-def resolve_benchmark(config: Config, name: str | None) -> tuple[Benchmark, Splits]:
-    """The benchmark and its splits (train and val must not be empty)."""
+def resolve_benchmark(
+    config: Config, name: str | None, *, need: Sequence[str] = ("train", "val")
+) -> tuple[Benchmark, Splits]:
+    """The benchmark and its splits (those of `need` must not be empty: training needs train
+    and val; an evaluation only the split it evaluates)."""
     bench = named_benchmark(config, name)
+    return bench, checked_splits(bench, config, need)
+
+
+def checked_splits(bench: Benchmark, config: Config, need: Sequence[str]) -> Splits:
+    """`bench`'s splits under `config.data`; a `UserError` naming the first of `need` that is
+    empty, and what would fill it."""
     splits = bench.load_config(config.data)
-    for split in ("train", "val"):
+    for split in need:
         if not splits[split]:
-            raise UserError(f"the {split} split of '{bench.name}' is empty", field="data")
-    return bench, splits
+            hint = "more data, or other split sizes (data.split_sizes)"
+            if bench.spec.source.tasks is not None:
+                hint = {
+                    "test": "pass --held-out FILE, or give tasks 'split': 'test'",
+                    "val": "add tasks to the task file (a third of them validate)",
+                    "train": "add tasks to the task file",
+                }.get(split, hint)
+            raise UserError(
+                f"the {split} split of '{bench.name}' is empty: {hint}",
+                field="data" if bench.spec.source.tasks is None else "tasks",
+            )
+    return splits
+
+
+def training_benchmark(
+    config: Config, benchmark: str | None, tasks: Path | None, held_out: Path | None
+) -> tuple[Benchmark, Splits, BenchmarkSpec | None]:
+    """What a training run (or its plan) trains on: the benchmark `benchmark` (else the
+    config's), or the task file `tasks` with its `held_out` file (then also its spec, which the
+    run writes); its splits, train and val not empty."""
+    if tasks is None:
+        if held_out is not None:
+            raise UserError("--held-out goes with --tasks FILE", field="held_out")
+        bench, splits = resolve_benchmark(config, benchmark)
+        return bench, splits, None
+    if benchmark is not None:
+        raise UserError("give either --benchmark or --tasks, not both", field="tasks")
+    bench, spec = task_file_benchmark(tasks, held_out)
+    return bench, checked_splits(bench, config, ("train", "val")), spec
+
+
+def task_file_benchmark(tasks: Path, held_out: Path | None) -> tuple[Benchmark, BenchmarkSpec]:
+    """The benchmark of `--tasks FILE [--held-out FILE]` and its spec (a run writes it in its
+    folder, `TASKS_SPEC`, and refers to it, so that it resumes)."""
+    from moscopt.benchmarks.taskfile import TaskFileBenchmark, task_file_spec
+
+    spec = task_file_spec(tasks, held_out)
+    return TaskFileBenchmark(spec), spec
 
 
 def benchmark_ref(bench: Benchmark) -> str:
-    """How a run refers to its benchmark: the name of a built-in one, else its spec's path."""
+    """How a run refers to its benchmark: the name of a built-in one, else its spec's path (a
+    task file named by itself: its path)."""
     from moscopt.core.resources import benchmark_specs_dir
 
     path = bench.spec_path
+    tasks = bench.spec.source.tasks
+    if path is None and tasks is not None and tasks.held_out is None:
+        return str(Path(tasks.file).resolve())
     if path is None or path.resolve().parent == benchmark_specs_dir().resolve():
         return bench.name
     return str(path.resolve())
@@ -117,10 +168,13 @@ class LMs:
 
     agent: LM
     optimizer: LM | None = None
+    judge: LM | None = None  # scores rubric criteria (a benchmark that needs one)
 
 
 def model_of(config: Config, role: Role) -> str:
-    return config.model if role == "agent" else config.effective_optimizer_model
+    from moscopt.lm.factory import model_for
+
+    return model_for(config, role)
 
 
 def check_models(config: Config, roles: Sequence[Role] = ("agent", "optimizer")) -> None:
@@ -137,7 +191,7 @@ def check_models(config: Config, roles: Sequence[Role] = ("agent", "optimizer"))
     for role in roles:
         model = model_of(config, role)
         if model not in checked:
-            field = "model" if role == "agent" else "optimizer_model"
+            field = {"agent": "model", "optimizer": "optimizer_model", "judge": "judge_model"}[role]
             check_model(model, config.api_base, field=field)
             checked.add(model)
 
@@ -151,8 +205,13 @@ def open_lms(
     used_calls: int = 0,
     used_cost: float = 0.0,
     log_events: bool = False,
+    bench: Benchmark | None = None,
 ) -> Iterator[LMs]:
     """The LMs of `roles`, sharing one budget and the project's response cache; closed on exit.
+
+    With `bench` whose tasks need a judge model (rubric criteria), the judge LM is built too
+    (`config.judge_model`, else the optimizer's model: the same LM when it is the same model)
+    and set on the benchmark for the block (`Benchmark.use_judge`).
 
     Only training logs its calls in the run's events.jsonl (`log_events`): the log belongs to
     the trainer, which rewinds it to its last save when a run resumes. Evaluation, export and
@@ -161,6 +220,8 @@ def open_lms(
     from moscopt.lm import Budget, build_lm
     from moscopt.lm.cache import RECORD_FILE, shared_cache_dir
 
+    if bench is not None and bench.needs_judge_model() and "judge" not in roles:
+        roles = (*roles, "judge")
     check_models(config, roles)
     budget = Budget(config.llm.max_calls, config.llm.max_cost, calls=used_calls, cost=used_cost)
     # The response cache is the project's, shared by its runs; the run records what it used.
@@ -185,8 +246,21 @@ def open_lms(
                     config, role="optimizer", cache=agent.cache, events=events, budget=budget
                 )
                 built.append(optimizer)
-        yield LMs(agent, optimizer)
+        judge: LM | None = None
+        if "judge" in roles:
+            same = {config.model: agent, **({optimizer.model: optimizer} if optimizer else {})}
+            judge = same.get(config.effective_judge_model)
+            if judge is None:
+                judge = build_lm(
+                    config, role="judge", cache=agent.cache, events=events, budget=budget
+                )
+                built.append(judge)
+            if bench is not None:
+                bench.use_judge(judge)
+        yield LMs(agent, optimizer, judge)
     finally:
+        if bench is not None:
+            bench.use_judge(None)
         for lm in built:
             close = getattr(lm, "close", None)
             if close is not None:

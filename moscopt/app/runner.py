@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.app.assembly import (
+    TASKS_SPEC,
     benchmark_ref,
     check_models,
     make_agent,
@@ -22,12 +22,16 @@ from moscopt.app.assembly import (
     open_lms,
     resolve_benchmark,
     starting_pool,
+    training_benchmark,
 )
+from moscopt.app.resumption import resumed_config
 from moscopt.app.workspace import create_run, make_trainer
 from moscopt.config import Config
+from moscopt.core import yamlio
 from moscopt.core.skills import Pool
 from moscopt.errors import UserError
 from moscopt.routing.build import gate_stats, make_router
+from moscopt.run.eval_files import new_results_path
 from moscopt.run.fsio import atomic_write_text
 
 if TYPE_CHECKING:
@@ -40,18 +44,6 @@ if TYPE_CHECKING:
     from moscopt.run.rundir import RunDir
     from moscopt.run.state import RunState
 
-# Flags that may change when a run resumes (operational); anything else must match the frozen
-# config, or the resumed run would silently become a different experiment.
-RESUMABLE = (
-    "llm.concurrency",
-    "llm.max_calls",
-    "llm.max_cost",
-    "llm.timeout",
-    "llm.max_retries",
-    "llm.max_error_rate",
-    "training.certificate_samples",  # the end-of-run certificate takes no decision
-)
-
 
 @dataclass
 class TrainOutcome:
@@ -61,11 +53,6 @@ class TrainOutcome:
     resumed: bool
     changed: bool = True  # False: training kept the starting pool (no edit or evolution kept)
     certificate: CertificateEvent | None = None  # final vs seed pool on held-out tasks
-
-
-def default_run_path(config: Config, root: Path, benchmark: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return root / config.runs_dir / f"{benchmark}-{stamp}"
 
 
 def train(
@@ -78,26 +65,35 @@ def train(
     progress: Callable[[dict[str, Any]], None] | None = None,
     notes: Callable[[str], None] | None = None,
     started: Callable[[Path], None] | None = None,
+    tasks: Path | None = None,
+    held_out: Path | None = None,
 ) -> TrainOutcome:
     """Start a new run and train it to the end; `started` is told the run's path as soon as
-    the run exists (before the models load)."""
+    the run exists (before the models load). `tasks` (and `held_out`): train on a task file
+    whose tasks carry their judges (`moscopt.benchmarks.taskfile`) instead of a benchmark."""
     if config.llm.deployments:  # litellm's Router: its import may start beside the loading
         from moscopt.lm.deployments import preload_router
 
         preload_router(config.llm)
-    bench, splits = resolve_benchmark(config, benchmark)
+    bench, splits, spec = training_benchmark(config, benchmark, tasks, held_out)
     pool, messages = starting_pool(skills_dir, config)
     for m in messages:
         if notes:
             notes(m)
-    ref = benchmark_ref(bench)
-    config = config.model_copy(update={"benchmark": ref})
     if config.data.path is not None:  # the frozen config must work from any directory
         data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
         config = config.model_copy(update={"data": data})
-    path = run_path or default_run_path(config, project_root, bench.name)
     check_models(config)
+    from moscopt.run.rundir import new_run_path
+
+    path = run_path or new_run_path(project_root / config.runs_dir, bench.name)
+    if spec is not None:  # the run names its task files by the spec it keeps in its folder
+        bench.spec_path = (path / TASKS_SPEC).resolve()  # written once the run exists
+    ref = benchmark_ref(bench)
+    config = config.model_copy(update={"benchmark": ref})
     run = create_run(path, config, pool, ref, splits)
+    if spec is not None:
+        atomic_write_text(path / TASKS_SPEC, yamlio.dump(spec.model_dump(mode="json")))
     if started is not None:
         started(run.path)
     with run.locked():
@@ -139,24 +135,6 @@ def resume(
         return _train(run, config, bench, splits, progress, state=state, resumed=True)
 
 
-def resumed_config(run: RunDir, frozen: Config, overrides: dict[str, Any]) -> Config:
-    """The run's `frozen` config with the flags a resumed run may change (`RESUMABLE`); a
-    `UserError` naming the others."""
-    changed = {k: v for k, v in overrides.items() if v is not None}
-    if "data.path" in changed:  # the frozen config holds the resolved path
-        changed["data.path"] = str(Path(changed["data.path"]).resolve())
-    fixed = [k for k in changed if k not in RESUMABLE and _get(frozen, k) != changed[k]]
-    if fixed:
-        raise UserError(
-            "a resumed run keeps its frozen config; these flags would change it: "
-            + ", ".join(fixed),
-            path=run.config_path,
-        )
-    from moscopt.config import load_config
-
-    return load_config(run.config_path, changed) if changed else frozen
-
-
 def _train(
     run: RunDir,
     config: Config,
@@ -178,6 +156,7 @@ def _train(
         used_calls=state.totals.calls,
         used_cost=state.totals.cost,
         log_events=True,
+        bench=bench,
     ) as lms:
         assert lms.optimizer is not None
         if progress is not None:  # a deployment that goes down or comes back: the display
@@ -245,13 +224,6 @@ def _mark_stopped(run: RunDir) -> None:
     run.save(state)
 
 
-def _get(config: Config, dotted: str) -> Any:
-    node: Any = config
-    for part in dotted.split("."):
-        node = getattr(node, part)
-    return node
-
-
 # -- evaluation ----------------------------------------------------------------------------------
 
 
@@ -284,7 +256,7 @@ def evaluate(
     table, no gate call), `distilled` (the single distilled skill, no gate call) or `router` (a
     router export's familiarity router, no gate call). `static`, `distilled` and `router` read
     `export_path`, else the run's `exports/<mode>/`. An existing `out` is overwritten only
-    with `force` (the default file, in the run or here, always is)."""
+    with `force`; without `out`, the results go to a new file (`run.eval_files`)."""
     from moscopt.agent.evaluate import evaluate as run_eval
     from moscopt.lm.batch import can_wait, wave_concurrency
 
@@ -325,7 +297,7 @@ def evaluate(
     if split == "all":  # every row of the data, not the union of the three splits
         bench, tasks = _every_task(config, benchmark or default_bench)
     else:
-        bench, splits = resolve_benchmark(config, benchmark or default_bench)
+        bench, splits = resolve_benchmark(config, benchmark or default_bench, need=(split,))
         tasks = splits[split]
     if not tasks:
         raise UserError(f"the {split} split of '{bench.name}' is empty", field="split")
@@ -355,10 +327,10 @@ def evaluate(
         stats = gate_stats(config, state)
     if out is not None and out.exists() and not force:
         raise UserError("exists: pass --force to overwrite it", path=out)
-    if out is None:
-        name = f"eval-{bench.name}-{split}-{mode}.jsonl"
-        out = (run.exports_dir / name) if run is not None else Path(name)
-    with open_lms(config, run, roles=("agent",)) as lms:
+    if out is None:  # never an earlier evaluation's file: the next free name
+        folder = run.exports_dir if run is not None else Path()
+        out = new_results_path(folder, bench.name, split, mode)
+    with open_lms(config, run, roles=("agent",), bench=bench) as lms:
         router = make_router(config, pool, lms.agent, stats=stats, table=table)
         if deployment is not None and deployment.router is not None:
             router = deployment.router.router(pool)  # the familiarity router: no LLM call

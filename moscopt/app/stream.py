@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.config import Config
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_text
 from moscopt.run.ledger_read import read_events
@@ -40,6 +41,7 @@ class StreamSettings:
     memory_every: int = 10
     order: str = "given"  # given | shuffled
     baselines: bool = True
+    hold_every: int = 4  # every hold_every-th task is never shown to the proposer (decided on)
 
 
 @dataclass
@@ -57,7 +59,7 @@ def tasks_spec(tasks_file: Path, grader: str) -> dict[str, Any]:
     """A benchmark spec for a JSONL file of tasks: `question` and `answer` columns, optional
     `id` and `niche` columns; `grader` is a built-in grader or `module:function`."""
     try:
-        first = json.loads(tasks_file.read_text(encoding="utf-8").splitlines()[0])
+        first = jsonio.loads(tasks_file.read_text(encoding="utf-8").splitlines()[0])
     except (OSError, IndexError, ValueError) as e:
         raise UserError(f"cannot read its first task: {e}", path=tasks_file) from None
     fields: dict[str, Any] = {"question": "question"}
@@ -77,6 +79,20 @@ def tasks_spec(tasks_file: Path, grader: str) -> dict[str, Any]:
         **({"grader_entry": grader} if custom else {}),
         "answer_instructions": "End your reply with a line of the form: FINAL ANSWER: <answer>",
     }
+
+
+def carries_judges(tasks_file: Path) -> bool:
+    """Whether `tasks_file` is a task file whose tasks carry their own judges (a YAML task
+    file, or JSONL whose first task has a `judge`)."""
+    from moscopt.benchmarks.taskfile import is_task_file
+
+    if tasks_file.suffix != ".jsonl":
+        return is_task_file(tasks_file)
+    try:
+        first = jsonio.loads(tasks_file.read_text(encoding="utf-8").splitlines()[0])
+    except (OSError, IndexError, ValueError):
+        return False
+    return isinstance(first, dict) and "judge" in first
 
 
 def stream_order(bench: Benchmark, config: Config, order: str) -> list[Task]:
@@ -119,13 +135,22 @@ def start(
             notes(m)
     spec: dict[str, Any] | None = None
     if tasks_file is not None:
-        if not grader:
-            raise UserError("--tasks needs --grader (exact, numeric, math, ... or module:function)")
         tasks_file = tasks_file.resolve()
-        spec = tasks_spec(tasks_file, grader)
         ref = str((run_path / SPEC_FILE).resolve())
-        data = config.data.model_copy(update={"path": str(tasks_file)})
-        config = config.model_copy(update={"benchmark": ref, "data": data})
+        if not grader and carries_judges(tasks_file):  # a task file with its own judges
+            from moscopt.benchmarks.taskfile import task_file_spec
+
+            spec = task_file_spec(tasks_file).model_dump(mode="json", exclude_defaults=True)
+            config = config.model_copy(update={"benchmark": ref})
+        elif not grader:
+            raise UserError(
+                "--tasks needs --grader (exact, numeric, math, ... or module:function), unless "
+                "its tasks carry their own judges (task_id, task, judge)"
+            )
+        else:
+            spec = tasks_spec(tasks_file, grader)
+            data = config.data.model_copy(update={"path": str(tasks_file)})
+            config = config.model_copy(update={"benchmark": ref, "data": data})
         bench = load_benchmark_file_from(spec, run_path, load_benchmark_file)
     else:
         assert benchmark is not None
@@ -212,6 +237,7 @@ def _run(
         log_events=True,
         used_calls=state.totals.calls,
         used_cost=state.totals.cost,
+        bench=bench,
     ) as lms:
         assert lms.optimizer is not None
         stream = make_stream(
@@ -226,6 +252,7 @@ def _run(
             window=settings.window,
             lifecycle_every=settings.lifecycle_every,
             memory_every=settings.memory_every,
+            hold_every=settings.hold_every,
         )
         try:
             return asyncio.run(finish(stream, settings, resumed))
@@ -321,7 +348,7 @@ def read_stream_file(run: RunDir) -> dict[str, Any]:
     path = run.path / STREAM_FILE
     if not path.is_file():
         return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = jsonio.loads(path.read_text(encoding="utf-8"))
     return data if isinstance(data, dict) else {}
 
 

@@ -91,6 +91,7 @@ def make_stream(
     window: int = 8,
     lifecycle_every: int = 5,
     memory_every: int = 10,
+    hold_every: int = 4,
 ) -> Stream:
     """The stream engine over `run` (`tasks` in stream order), with the extensions a stream
     uses (its insight transfer sees rewards, not answers)."""
@@ -122,6 +123,7 @@ def make_stream(
         window=window,
         lifecycle_every=lifecycle_every,
         memory_every=memory_every,
+        hold_every=hold_every,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,6 +14,7 @@ from moscopt.benchmarks.tasks import Grade, Splits, Task
 if TYPE_CHECKING:
     from moscopt.benchmarks.graders import AgreeFn, GradeFn
     from moscopt.config import DataConfig
+    from moscopt.lm.base import LM
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,7 @@ class Benchmark:
         self._agree: AgreeFn | None = None
         # may model-written code run where nothing isolates reads (`agent.allow_unsandboxed`)
         self.allow_unsandboxed = False
+        self.judge_lm: LM | None = None  # scores rubric criteria (`use_judge`)
 
     def __repr__(self) -> str:
         return f"Benchmark({self.name!r})"
@@ -150,6 +153,24 @@ class Benchmark:
         except Exception as e:  # a grader bug must cost one task, not the run
             message = str(e).splitlines()[0] if str(e) else ""
             return Grade.failed(f"{type(e).__name__}: {message}"[:300])
+
+    async def agrade(self, task: Task, response: str) -> Grade:
+        """`grade` as an agent awaits it: string matching on the event loop (a hop to a worker
+        thread would cost more), anything slower (math-verify, unit tests, rule checks, custom
+        code) in a worker thread; a task-file benchmark scores rubrics with its judge model."""
+        from moscopt.benchmarks.graders import INLINE_GRADERS
+
+        if self.spec.grader in INLINE_GRADERS:
+            return self.grade(task, response)
+        return await asyncio.to_thread(self.grade, task, response)
+
+    def needs_judge_model(self, tasks: list[Task] | None = None) -> bool:
+        """Whether grading `tasks` (else every task) needs a judge model (`use_judge`)."""
+        return False
+
+    def use_judge(self, lm: LM | None) -> None:
+        """The model that scores rubric criteria (None: none)."""
+        self.judge_lm = lm
 
     def proposed_answer(self, reply: str) -> str | None:
         """The answer a reply (any step's, with or without a tool call) states, as this

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from moscopt.benchmarks.spec import BenchmarkSpec, FieldMap, HubSource, LocalSource
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.fsio import iter_lines, open_for_reading
 
@@ -190,7 +191,7 @@ def _parse_jsonl(
         if not line.strip() or (only is not None and (where, i) not in only):
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonio.loads(line)
         except json.JSONDecodeError as e:
             raise UserError(f"bad JSON line: {e.msg}", path=path, line=i) from None
         if not isinstance(obj, dict):
@@ -203,7 +204,7 @@ def _parse_json_array(
 ) -> Iterator[Row]:
     where = str(path)
     try:
-        items = json.loads(stream.read().decode("utf-8"))
+        items = jsonio.loads(stream.read().decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"not valid JSON: {e}", path=path) from None
     if not isinstance(items, list):

@@ -15,8 +15,16 @@ def _spec_files(directory: Path) -> dict[str, Path]:
 
 
 def load_benchmark_file(path: str | Path) -> Benchmark:
+    """The benchmark of a spec file, or of a task file (`moscopt.benchmarks.taskfile`)."""
+    from moscopt.benchmarks.taskfile import TaskFileBenchmark, is_task_file, task_file_spec
+
     path = Path(path)
-    return Benchmark(load_spec(path), spec_path=path)
+    if is_task_file(path):
+        return TaskFileBenchmark(task_file_spec(path))
+    spec = load_spec(path)
+    if spec.source.tasks is not None:
+        return TaskFileBenchmark(spec, spec_path=path)
+    return Benchmark(spec, spec_path=path)
 
 
 def list_benchmarks(directory: Path | None = None) -> list[Benchmark]:
@@ -38,7 +46,7 @@ def get_benchmark(name: str, directory: Path | None = None) -> Benchmark:
 
     An unknown name is a `UserError` listing the known ones.
     """
-    if name.endswith((".yaml", ".yml")) or Path(name).is_file():
+    if name.endswith((".yaml", ".yml", ".jsonl")) or Path(name).is_file():
         return load_benchmark_file(name)
     files = _spec_files(directory or benchmark_specs_dir())
     if name not in files:

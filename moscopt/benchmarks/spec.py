@@ -21,7 +21,7 @@ from moscopt.core.validation import describe
 from moscopt.errors import UserError
 from moscopt.run.fsio import read_text
 
-GraderName = Literal["math", "numeric", "exact", "choice", "code", "ifeval", "custom"]
+GraderName = Literal["math", "numeric", "exact", "choice", "code", "ifeval", "custom", "judge"]
 ToolName = Literal["python", "shell", "search"]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -95,17 +95,33 @@ class HubSource(_Strict):
     access: str | None = None  # how to get access to a gated dataset (shown when loading fails)
 
 
+class TaskFileSource(_Strict):
+    """Task files whose tasks carry their own judges (`moscopt.benchmarks.taskfile`): `file`
+    gives the training and validation tasks, `held_out` the held-out (test) tasks the
+    certificate is measured on. A relative path is read from the spec's folder."""
+
+    file: str = Field(min_length=1)
+    held_out: str | None = None
+
+
 class Source(_Strict):
     local: LocalSource | None = None
     hub: list[HubSource] = Field(default_factory=list)
     generator: Literal["offline"] | None = None  # a built-in procedural benchmark
+    tasks: TaskFileSource | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Source:
-        if self.generator is None and self.local is None and not self.hub:
-            raise ValueError("give at least one of source.local, source.hub, source.generator")
-        if self.generator is not None and (self.local is not None or self.hub):
-            raise ValueError("a generated benchmark takes no local or hub source")
+        kinds = sum([self.generator is not None, self.local is not None or bool(self.hub)])
+        kinds += self.tasks is not None
+        if kinds == 0:
+            raise ValueError(
+                "give one of source.tasks, source.local, source.hub or source.generator"
+            )
+        if kinds > 1:
+            raise ValueError(
+                "source.tasks and source.generator each stand alone (no local or hub source)"
+            )
         return self
 
 
@@ -124,7 +140,7 @@ class BenchmarkSpec(_Strict):
     description: str
     source: Source
     splits: SplitSpec = Field(default_factory=SplitSpec)
-    grader: GraderName
+    grader: GraderName = "judge"  # required unless the source is a task file
     grader_entry: str | None = None  # `package.module:function`, with grader: custom
     # IFEval: `fraction` of instructions followed (a denser signal for optimization) or `all`.
     scoring: Literal["fraction", "all"] = "fraction"
@@ -139,6 +155,11 @@ class BenchmarkSpec(_Strict):
     def _check(self) -> BenchmarkSpec:
         if not _NAME_RE.match(self.name):
             raise ValueError(f"name {self.name!r} must be lowercase letters, digits and hyphens")
+        if (self.grader == "judge") != (self.source.tasks is not None):
+            raise ValueError(
+                "grader: judge goes with source.tasks (a task file whose tasks carry their "
+                "judges), and a task file with no other grader"
+            )
         if self.grader == "custom":
             if not self.grader_entry or not _ENTRY_RE.match(self.grader_entry):
                 raise ValueError("grader: custom needs grader_entry: 'package.module:function'")

@@ -32,24 +32,15 @@ def diff_cmd(
     ),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    from moscopt.run.history import History, open_run, skill_diff
+    from moscopt.run.history import History, diff_json, open_run, skill_diff
 
     history = History.load(open_run(run))
-    result = skill_diff(history, skill, from_step, to_step)
     if json_out:
         import json
 
-        data = {
-            "run": str(history.run.path),
-            "skill": skill,
-            "from": from_step,
-            "to": to_step,
-            "changed": bool(result.text),
-            "diff": result.text,
-            "notes": [*history.warnings, *result.notes],
-        }
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps(diff_json(history, skill, from_step, to_step), indent=2))
         return
+    result = skill_diff(history, skill, from_step, to_step)
     from moscopt.run.fsio import strip_controls
 
     # SKILL.md text a model wrote (an old run's may hold escape sequences): never shown raw

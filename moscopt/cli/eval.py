@@ -19,7 +19,15 @@ def eval_cmd(
     benchmark: str | None = typer.Option(
         None, "--benchmark", "-b", help="Benchmark name or spec file."
     ),
-    split: str = typer.Option("test", "--split", help="train, val, test or all."),
+    tasks: Path | None = typer.Option(
+        None,
+        "--tasks",
+        help="A task file (JSONL or YAML) whose tasks carry their own judges, instead of "
+        "--benchmark; every task of it is evaluated unless --split says otherwise.",
+    ),
+    split: str | None = typer.Option(
+        None, "--split", help="train, val, test or all (default: test; all with --tasks)."
+    ),
     mode: str | None = typer.Option(
         None,
         "--mode",
@@ -39,7 +47,13 @@ def eval_cmd(
     repeats: str = typer.Option(
         "1", "--repeats", help="Repeat N times, or 'auto' (3..50 until the CI is narrow)."
     ),
-    out: Path | None = typer.Option(None, "--out", help="Per-task results (JSONL)."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Per-task results (JSONL). Default: eval-<benchmark>-<split>-<mode>.jsonl in the "
+        "run's exports/ (with --run) or here, or the next free ...-2.jsonl, -3, ...: never an "
+        "earlier evaluation's file.",
+    ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
 ) -> None:
     """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
@@ -50,6 +64,13 @@ def eval_cmd(
     from moscopt.config import load_config
 
     flags, json_out = opts.overrides(), opts.json_out
+    if tasks is not None:
+        if benchmark is not None:
+            from moscopt.errors import UserError
+
+            raise UserError("give either --benchmark or --tasks, not both", field="tasks")
+        benchmark = str(tasks.resolve())
+    split = split or ("all" if tasks is not None else "test")
     if run is not None:
         from moscopt.run.rundir import RunDir
 
@@ -107,7 +128,10 @@ def eval_cmd(
         f"  cost ${summary['cost']:.4f}  errors {summary['errors']}  gate fallbacks "
         f"{summary['gate_fallbacks']}"
     )
-    typer.echo(f"per-task results: {outcome.out}")
+    kept = ""
+    if out is None and outcome.out.stem.rsplit("-", 1)[-1].isdigit():
+        kept = " (a new name: the results of an earlier evaluation keep theirs)"
+    typer.echo(f"per-task results: {outcome.out}{kept}")
     _exit_if_errored(summary)
 
 

@@ -27,7 +27,7 @@ from moscopt.cli.app import app
 def export_cmd(
     opts: o.Shared,
     mode: str = typer.Option(
-        ..., "--mode", help="mixture, static, topq, distilled, router or agents."
+        ..., "--mode", help="mixture, static, topq, distilled, router, agents or plugin."
     ),
     run: Path | None = typer.Option(
         None, "--run", help="The run directory (default: the project's latest finished run)."
@@ -43,8 +43,9 @@ def export_cmd(
     """Export a run for deployment: mixture (skills + gate), static (a routing table, no gate
     call), topq (the paper's static mode: the K skills of highest Q for every task), distilled
     (one SKILL.md merging the top skills, validated), router (the mixture and the familiarity
-    router's heads: no gate call) or agents (for Agent Skills agents: the routing in the
-    descriptions and a skill-router skill)."""
+    router's heads: no gate call), agents (for Agent Skills agents: the routing in the
+    descriptions and a skill-router skill) or plugin (the agents export as a Claude Code
+    plugin, with the certificate in its README)."""
     import json
 
     from moscopt.exports import export_run
@@ -55,8 +56,9 @@ def export_cmd(
     def progress(line: str) -> None:  # the distilled export's steps, as they start (stderr)
         typer.echo(f"export: {line}", err=True)
 
+    run_dir = open_run(run, finished=True).path
     result = export_run(
-        run_path=open_run(run, finished=True).path,
+        run_path=run_dir,
         mode=mode,
         out=out,
         force=force,
@@ -78,10 +80,9 @@ def export_cmd(
     elif m.static is not None:
         s = m.static
         typer.echo(
-            f"routing table: {s['word_rules']} word rules, {s['text_rules']} text rules; "
-            f"routes {s['agreeing']} of {s['gate_decisions']} gate-routed training tasks as the "
-            f"gate did ({s['by_words']} by words, {s['by_text']} by text, "
-            f"{s['by_default']} by DEFAULT)"
+            f"routing table: {s['word_rules']} word rules; routes {s['agreeing']} of "
+            f"{s['gate_decisions']} gate-routed training tasks as the gate did "
+            f"({s['by_words']} by words, {s['by_default']} by DEFAULT)"
         )
     if m.distilled is not None:
         d = m.distilled
@@ -91,6 +92,8 @@ def export_cmd(
             f"{d['validation_score']:.3f} vs mixture "
             f"{'n/a' if mix is None else f'{mix:.3f}'} ({d['validation_tasks']} tasks)"
         )
+        if d.get("note"):
+            typer.echo(f"warning: {d['note']}", err=True)
     if m.router is not None:
         r = m.router
         typer.echo(
@@ -105,4 +108,26 @@ def export_cmd(
             f"{len(a['hinted'])} skills and in {a['router_skill']}/SKILL.md (read it first); "
             f"copy {result.out / 'skills'}/* into .claude/skills/ or .agents/skills/"
         )
-    typer.echo(f"evaluate it: moscopt eval --export {result.out} --split test")
+    if m.plugin is not None:
+        typer.echo(
+            f"Claude Code plugin '{m.plugin['name']}': claude --plugin-dir {result.out} "
+            f"(certificate: {m.plugin['certificate'] or 'none'})"
+        )
+    typer.echo(f"evaluate it: {eval_command(result.out, run_dir)}")
+
+
+def eval_command(export: Path, run_dir: Path) -> str:
+    """The `moscopt eval` that scores an export in a minute or two: on at most the tasks per
+    split the run trained with (`--limit`, 20 without one), with the run's data."""
+    import shlex
+
+    from moscopt.config import load_config
+    from moscopt.run.rundir import RunDir
+
+    data = load_config(RunDir.open(run_dir).config_path).data
+    limit = data.limit or 20
+    given = f" --data {shlex.quote(data.path)}" if data.path else ""
+    return (
+        f"moscopt eval --export {shlex.quote(str(export))} --split test --limit {limit}{given}"
+        f"  (the whole split: without --limit)"
+    )

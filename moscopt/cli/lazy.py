@@ -19,6 +19,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Run the full method and each ablation (Tables 2 and 3) at one call budget over seeds; "
         "rerun the same command to continue a study that stopped.",
     ),
+    "adopt": (
+        "adopt",
+        "Write a run's trained skills (default: the project's latest run) into the agent's "
+        "skills folder (default: the project's skills/; e.g. --to .claude/skills), each skill "
+        "folder whole, after backing up what it replaces, and print the git diff; --undo puts "
+        "the backup back.",
+    ),
     "benchmarks": (
         "benchmarks",
         "List the built-in benchmarks and where their data comes from.",
@@ -27,6 +34,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "compare",
         "Compare MOSCOPT with another optimizer at the same call budget over seeds (GEPA gets "
         "the calls the full method made, at most the budget); rerun to continue.",
+    ),
+    "harvest": (
+        "harvest",
+        "Mine tasks with judges from your Claude Code, Codex or generic JSONL sessions into a "
+        "task file for `moscopt train --tasks` (read-only; secrets scrubbed before anything is "
+        "stored).",
+    ),
+    "learn": (
+        "learn",
+        "Harvest your sessions (deterministic mining), train on the mined tasks with the "
+        "held-out ones for the certificate, and stage the result in the run's skills/ for "
+        "`moscopt adopt`; a budget is required.",
+    ),
+    "install-agent": (
+        "install_agent",
+        "Install moscopt into Claude Code (skill, slash commands, MCP server in .mcp.json) or "
+        "Codex (skill and [mcp_servers.moscopt]); idempotent, says what it wrote.",
     ),
     "log": ("log", "History of edits with before/after scores and reasons."),
     "diff": (
@@ -40,12 +64,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Export a run for deployment: mixture (skills + gate), static (a routing table, no gate "
         "call), topq (the paper's static mode: the K skills of highest Q for every task), "
         "distilled (one SKILL.md merging the top skills, validated), router (the mixture and "
-        "the familiarity router's heads: no gate call) or agents (for Agent Skills agents: the "
-        "routing in the descriptions and a skill-router skill).",
+        "the familiarity router's heads: no gate call), agents (for Agent Skills agents: the "
+        "routing in the descriptions and a skill-router skill) or plugin (the agents export as "
+        "a Claude Code plugin, with the certificate in its README).",
     ),
     "init": (
         "init",
         "Scaffold a project: moscopt.yaml, skills/ (the seed library, gate included), .gitignore.",
+    ),
+    "mcp": (
+        "mcp",
+        "Serve moscopt as a Model Context Protocol server over stdio: plan, train (in the "
+        "background, with a budget), status, log, diff, eval, export and route as tools.",
     ),
     "plan": (
         "plan",
@@ -63,6 +93,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "route",
         "Show the skills the gate (mixture) or the routing table (static) activates for TASK.",
     ),
+    "schedule": (
+        "learn",
+        "Install a nightly `moscopt learn` for this project (a user crontab line, else a "
+        "systemd user timer); refused without a budget; output logged under "
+        ".moscopt/schedule/; `moscopt unschedule` removes exactly what it installed.",
+    ),
     "status": (
         "status",
         "Show Q-scores, activations, synergy, edits and cost of a run (by default the "
@@ -74,6 +110,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Learn on a stream of tasks: each answered once by the current pool, whose credit, "
         "niches, insight transfer and lifecycle update online (no validation split).",
     ),
+    "unschedule": ("learn", "Remove the nightly job `moscopt schedule` installed here."),
     "train": ("train", "Optimize the skill pool and the gate on a benchmark with MOSCOPT."),
 }
 

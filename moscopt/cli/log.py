@@ -24,15 +24,33 @@ def log_cmd(
     skill: str | None = typer.Option(
         None, "--skill", help="Only what concerns this skill (or 'gate')."
     ),
+    full: bool = typer.Option(
+        False,
+        "--full",
+        help="Each edit in full: every operation (anchor, old and new text) as a unified diff "
+        "against the skill it targeted, its whole reasoning, and the decision with the "
+        "validation samples of both pools.",
+    ),
+    edit: int | None = typer.Option(
+        None, "--edit", min=1, help="Only edit number N (the `edit N` of `log`); implies --full."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output (a JSON list)."),
 ) -> None:
     import json
 
     from moscopt.errors import UserError
-    from moscopt.run.history import History, open_run
+    from moscopt.run.history import EditEntry, History, open_run
 
     history = History.load(open_run(run))
     entries = history.entries
+    numbers = {id(e): i for i, e in enumerate(history.edits, 1)}  # edit N, in log order
+    full = full or edit is not None
+    if edit is not None:
+        if edit > len(numbers):
+            raise UserError(
+                f"no edit {edit} in this run (it has {len(numbers)} edit(s))", field="edit"
+            )
+        entries = [e for e in entries if numbers.get(id(e)) == edit]
     if skill is not None:
         if skill not in history.known_names():
             raise UserError(
@@ -42,7 +60,13 @@ def log_cmd(
         entries = [e for e in entries if e.touches(skill)]
     for warning in history.warnings:
         typer.echo(f"moscopt: warning: {' '.join(warning.split())}", err=True)
-    rows = [e.to_json() for e in entries]
+    rows = []
+    for e in entries:
+        n = numbers.get(id(e))
+        row = e.to_json(full=True) if full and isinstance(e, EditEntry) else e.to_json()
+        if n is not None:
+            row["edit"] = n
+        rows.append(row)
     if json_out:
         typer.echo(json.dumps(rows, indent=2, sort_keys=True))
         return
@@ -52,7 +76,8 @@ def log_cmd(
     from moscopt.run.fsio import strip_controls
 
     for row in rows:  # model-written text: no escape sequence reaches the terminal
-        typer.echo(strip_controls(render_entry(row)))
+        text = render_full(row) if full and row["kind"] == "edit" else render_entry(row)
+        typer.echo(strip_controls(text))
 
 
 def _score(x: Any) -> str:
@@ -70,8 +95,10 @@ def render_entry(row: dict[str, Any]) -> str:
             if row["before"] is not None
             else "not validated"
         )
+        number = f"  (edit {row['edit']})" if "edit" in row else ""
         lines = [
-            f"{where}  {row['phase']:<6} {row['target']}  {outcome_word(row['status'])}  {scores}",
+            f"{where}  {row['phase']:<6} {row['target']}  {outcome_word(row['status'])}  "
+            f"{scores}{number}",
             f"    {row['summary']}",
         ]
         if row["reasoning"]:
@@ -100,6 +127,14 @@ def render_entry(row: dict[str, Any]) -> str:
     verdict = "accepted" if row.get("accepted", True) else "rejected"
     head = f"{where}  gate restoration from {source} (repeated parse failures)  {verdict}"
     return "\n".join([head, *_decision(row.get("decision"))])
+
+
+def render_full(row: dict[str, Any]) -> str:
+    """`log`'s entry for one edit, then the edit in full (`run.edit_detail`), indented."""
+    from moscopt.run.edit_detail import full_lines
+
+    head = render_entry({**row, "decision": None, "reasoning": ""})
+    return "\n".join([head, *(f"    {line}" for line in full_lines(row)), ""])
 
 
 def _decision(d: dict[str, Any] | None) -> list[str]:

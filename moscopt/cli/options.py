@@ -28,6 +28,7 @@ class Shared:
 
     model: str | None = None
     optimizer_model: str | None = None
+    judge_model: str | None = None
     api_base: str | None = None
     config: Path | None = None
     seed: int | None = None
@@ -52,6 +53,7 @@ class Shared:
         out: dict[str, Any] = {
             "model": self.model,
             "optimizer_model": self.optimizer_model,
+            "judge_model": self.judge_model,
             "api_base": self.api_base,
             "seed": self.seed,
             "llm.concurrency": self.concurrency,
@@ -76,6 +78,7 @@ class Shared:
 FLAG_OF = {
     "model": "--model",
     "optimizer_model": "--optimizer-model",
+    "judge_model": "--judge-model",
     "api_base": "--api-base",
     "seed": "--seed",
     "llm.concurrency": "--concurrency",
@@ -123,15 +126,22 @@ def parse_settings(items: list[str]) -> dict[str, Any]:
     """`key=value` pairs; each value is read as YAML (`3`, `true`, `[a, b]`, `null`)."""
     import yaml
 
+    from moscopt.core import yamlio
+
     out: dict[str, Any] = {}
     for item in items:
         key, eq, raw = item.partition("=")
         if not eq or not key.strip():
             raise UserError(f"--set {item!r}: write it as key=value", field="set")
         try:
-            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError:
-            raise UserError(f"--set {item!r}: the value is not valid YAML", field="set") from None
+            out[key.strip()] = yamlio.load(raw) if raw.strip() else None
+        except yaml.YAMLError as e:
+            shown = item if len(item) <= 80 else item[:77] + "..."
+            problem = getattr(e, "problem", None)
+            problem = f" ({problem})" if problem else ""
+            raise UserError(
+                f"--set {shown!r}: the value is not valid YAML{problem}", field="set"
+            ) from None
     return out
 
 
@@ -145,6 +155,14 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
         str | None,
         typer.Option(
             None, "--optimizer-model", help="Model that reflects and edits (default: --model)."
+        ),
+    ),
+    "judge_model": (
+        str | None,
+        typer.Option(
+            None,
+            "--judge-model",
+            help="Model that scores rubric criteria of --tasks files (default: the optimizer's).",
         ),
     ),
     "api_base": (
@@ -209,10 +227,31 @@ class RunShape:
     """The benchmark and the shape of a training run: `train`, `plan`, `ablate`, `compare`."""
 
     benchmark: str | None = None
+    tasks: Path | None = None
+    held_out: Path | None = None
     n: int | None = None
     k: int | None = None
     epochs: int | None = None
     steps_per_epoch: int | None = None
+
+    def check_tasks(self) -> None:
+        """--tasks stands for --benchmark; --held-out goes with --tasks."""
+        if self.tasks is not None and self.benchmark is not None:
+            raise UserError("give either --benchmark or --tasks, not both", field="tasks")
+        if self.held_out is not None and self.tasks is None:
+            raise UserError("--held-out goes with --tasks FILE", field="held_out")
+
+    def benchmark_or_tasks(self) -> str | None:
+        """The benchmark to name for a command that takes a task file as a benchmark (a study):
+        --benchmark, or the --tasks file (its tasks split three ways; no --held-out there)."""
+        self.check_tasks()
+        if self.held_out is not None:
+            raise UserError(
+                "--held-out applies to train and plan; here put held-out tasks in the task "
+                "file with 'split': 'test'",
+                field="held_out",
+            )
+        return str(self.tasks.resolve()) if self.tasks is not None else self.benchmark
 
     def config_keys(self) -> dict[str, Any]:
         return {
@@ -227,6 +266,23 @@ SHAPE_OPTIONS: dict[str, tuple[Any, Any]] = {
     "benchmark": (
         str | None,
         typer.Option(None, "--benchmark", "-b", help="Benchmark name or spec file."),
+    ),
+    "tasks": (
+        Path | None,
+        typer.Option(
+            None,
+            "--tasks",
+            help="A task file (JSONL or YAML) whose tasks carry their own judges: rule checks, "
+            "rubric criteria or answers. Its tasks train and validate.",
+        ),
+    ),
+    "held_out": (
+        Path | None,
+        typer.Option(
+            None,
+            "--held-out",
+            help="With --tasks: a task file of held-out tasks, the certificate's test split.",
+        ),
     ),
     "n": (int | None, typer.Option(None, "--n", help="Pool size N.")),
     "k": (int | None, typer.Option(None, "--k", help="Skills activated per task K.")),

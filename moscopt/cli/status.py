@@ -77,6 +77,8 @@ def _render(d: dict[str, Any]) -> None:
                 soft_wrap=True,
             )
         console.print(f"epoch {d['epoch']}  step {d['step']}  phase {d['phase']}")
+        if d.get("unsaved"):
+            console.print(unsaved_line(d["unsaved"], d["status"]), markup=False, soft_wrap=True)
     else:
         console.print(f"[bold]project[/] {d['config'] or '(no moscopt.yaml: defaults)'}")
         console.print(f"skills {d['skills_dir']}", soft_wrap=True)
@@ -111,6 +113,7 @@ def _render(d: dict[str, Any]) -> None:
 
 def _render_run(console: Any, d: dict[str, Any]) -> None:
     from moscopt.run.outcomes import outcome_words
+    from moscopt.run.state import calls_words
 
     t = d["totals"]
     edits = d["edits"]
@@ -201,7 +204,7 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             soft_wrap=True,
         )
     console.print(
-        f"calls {t['calls']} (cache hits {t['cache_hits']})   tokens "
+        f"{calls_words(t['calls'], t['cache_hits'])}   tokens "
         f"{t['prompt_tokens']}+{t['completion_tokens']}   cost ${t['cost']:.4f}"
     )
     for w in d.get("export_warnings", []):
@@ -212,6 +215,23 @@ def _render_run(console: Any, d: dict[str, Any]) -> None:
             f"{a}+{b}: {c}" for (a, b), c in ((p["pair"], p["count"]) for p in d["synergy_top"])
         )
         console.print(f"synergy: {pairs}")
+
+
+def unsaved_line(u: dict[str, Any], status: str) -> str:
+    """The work logged after the run's last save: where it was, the calls it made."""
+    from moscopt.run.state import calls_words
+
+    where = ", ".join(f"{k} {u[k]}" for k in ("epoch", "step", "phase") if u.get(k) is not None)
+    redo = (
+        "a resume redoes it, with these answers from the cache"
+        if status != "running"
+        else "saved at the next checkpoint"
+    )
+    return (
+        f"since the last save: {calls_words(u['calls'], u['cache_hits'])}"
+        + (f", up to {where}" if where else "")
+        + f" ({redo}; not in the figures below)"
+    )
 
 
 def diversity_words(d: dict[str, Any]) -> str:

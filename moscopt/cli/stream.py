@@ -21,7 +21,10 @@ def stream_cmd(
         None, "--benchmark", "-b", help="Benchmark name or spec file: its tasks are the stream."
     ),
     tasks: Path | None = typer.Option(
-        None, "--tasks", help="A JSONL file of tasks (question, answer; optional id, niche)."
+        None,
+        "--tasks",
+        help="A JSONL file of tasks (question, answer; optional id, niche) with --grader, or a "
+        "task file whose tasks carry their own judges (task_id, task, judge).",
     ),
     grader: str | None = typer.Option(
         None, "--grader", help="With --tasks: exact, numeric, math, choice, or module:function."
@@ -45,12 +48,12 @@ def stream_cmd(
     """Learn on a stream of tasks: each answered once by the current pool, whose credit,
     niches, insight transfer and lifecycle update online (no validation split)."""
     import json
-    from datetime import datetime
 
     from moscopt.app import stream as stream_run
     from moscopt.app.project import open_project
     from moscopt.errors import UserError
     from moscopt.lm.errors import LMFatalError
+    from moscopt.run.rundir import new_run_path
 
     if order not in ("given", "shuffled"):
         raise UserError("--order must be given or shuffled", field="order")
@@ -75,8 +78,7 @@ def stream_cmd(
             outcome = stream_run.resume(run_path=run, progress=progress)
         else:
             project = open_project(opts.config, flags)
-            stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-            path = run or project.root / project.config.runs_dir / f"stream-{stamp}"
+            path = run or new_run_path(project.root / project.config.runs_dir, "stream")
             where = f" --run {path}"
             outcome = stream_run.start(
                 config=project.config,

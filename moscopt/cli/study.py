@@ -76,7 +76,7 @@ def run_study_command(
     from moscopt.lm.errors import LMFatalError
     from moscopt.study import StudySpec, run_study
 
-    benchmark, study = shape.benchmark, args.study
+    benchmark, study = shape.benchmark_or_tasks(), args.study
     flags = opts.overrides(**shape.config_keys())
     project = open_project(opts.config, flags)
     name = benchmark or project.config.benchmark or "study"

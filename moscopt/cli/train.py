@@ -83,6 +83,7 @@ def train_cmd(
     from moscopt.lm.errors import LMFatalError
 
     benchmark = shape.benchmark
+    shape.check_tasks()
     flags = opts.overrides(
         **{
             **shape.config_keys(),
@@ -110,7 +111,15 @@ def train_cmd(
 
             raise UserError("--resume needs --run DIR", field="run")
         resumed = run if resume else None
-        show_plan(opts, flags, benchmark=benchmark, pilot=not no_pilot, run=resumed)
+        show_plan(
+            opts,
+            flags,
+            benchmark=benchmark,
+            pilot=not no_pilot,
+            run=resumed,
+            tasks=shape.tasks,
+            held_out=shape.held_out,
+        )
         return
     json_out, config = opts.json_out, opts.config
     from moscopt.cli.display import TrainDisplay
@@ -149,6 +158,8 @@ def train_cmd(
                     progress=display.update,
                     notes=display.note,
                     started=display.started,
+                    tasks=shape.tasks,
+                    held_out=shape.held_out,
                 )
     except LMFatalError as e:
         display.close()

@@ -40,6 +40,8 @@ DEFAULT_MODEL = "local/smollm2"
 class Config(Section):
     model: str = DEFAULT_MODEL
     optimizer_model: str | None = None
+    # scores rubric criteria of task files (moscopt.benchmarks.rubric); default: the optimizer's
+    judge_model: str | None = None
     api_base: str | None = None
     seed: int = 42
     benchmark: str | None = None
@@ -67,6 +69,10 @@ class Config(Section):
     @property
     def effective_optimizer_model(self) -> str:
         return self.optimizer_model or self.model
+
+    @property
+    def effective_judge_model(self) -> str:
+        return self.judge_model or self.effective_optimizer_model
 
     def to_yaml(self) -> str:
         """The fully resolved config, deterministic (field order fixed by the models)."""

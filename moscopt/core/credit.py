@@ -26,7 +26,7 @@ With one selection per rollout (task-level gating) these are exactly the paper's
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
@@ -80,6 +80,12 @@ def assign_credit(
     for name, mean in means.items():
         state.q[name] = (1 - beta) * state.q.get(name, prior) + beta * mean
     return means
+
+
+def q_of(q: Mapping[str, float], name: str, prior: float = Q_PRIOR) -> float:
+    """`name`'s Q-score as every rule reads it: the prior for a skill never scored (a skill
+    absent from `q` has had no batch yet, not a batch that all failed)."""
+    return q.get(name, prior)
 
 
 def forget(state: RunState, name: str) -> None:

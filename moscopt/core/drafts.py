@@ -10,12 +10,16 @@ shape into the three strings.
 
 from __future__ import annotations
 
-import json
+import re
+from collections import Counter
 from typing import Any
+
+from moscopt.core import jsonio
 
 COMPACT_LINES = (4, 8)  # fewest and most body lines
 COMPACT_LINE_CHARS = 160
 COMPACT_TOKENS = 1200  # above the longest compact answer (~1,700 characters), never reached
+MOST_REPEATS = 2  # a sentence said more often than this makes a skill degenerate
 
 
 def draft_schema(*, compact: bool, body_max: int, description_max: int) -> dict[str, Any]:
@@ -43,7 +47,7 @@ def draft_fields(data: Any) -> dict[str, Any]:
     `lines` joined into the body. Values are not checked here (the callers' parsers do);
     `ValueError` if the answer is not a JSON object."""
     if isinstance(data, str):
-        data = json.loads(data)  # json.JSONDecodeError is a ValueError
+        data = jsonio.loads(data)  # json.JSONDecodeError is a ValueError
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     if "lines" in data and "body" not in data:
@@ -53,3 +57,25 @@ def draft_fields(data: Any) -> dict[str, Any]:
         data = {k: v for k, v in data.items() if k != "lines"}
         data["body"] = "\n".join(line.strip() for line in lines if line.strip())
     return data
+
+
+def repetition(body: str) -> str | None:
+    """Why `body` is degenerate repetition (None: it is not): a sentence said more than
+    `MOST_REPEATS` times, or fewer than half of its sentences distinct. Sentences are split at
+    line ends and at `.`, `!` or `?` followed by a space, compared without case, punctuation or
+    list markers; one-word fragments (headings, `- Steps:`) are not counted."""
+    pieces = re.split(r"\n+|(?<=[.!?])\s+", body)
+    sentences = []
+    for piece in pieces:
+        words = re.findall(r"[^\W_]+", piece.lower())
+        if len(words) >= 2:
+            sentences.append(" ".join(words))
+    if not sentences:
+        return None
+    counts = Counter(sentences)
+    top, n = counts.most_common(1)[0]
+    if n > MOST_REPEATS:
+        return f"the body repeats one sentence {n} times ('{top[:60]}')"
+    if len(sentences) >= 4 and len(counts) * 2 < len(sentences):
+        return f"the body repeats itself: {len(counts)} distinct sentences of {len(sentences)}"
+    return None

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from moscopt.core import jsonio
+
 Op = Literal["add", "delete", "replace"]
 Status = Literal["applied", "skipped", "error"]
 OPS: tuple[str, ...] = ("add", "delete", "replace")
@@ -31,6 +33,7 @@ MAX_CONTENT_CHARS = 4000
 MAX_ANCHOR_CHARS = 1000
 MAX_BODY_CHARS = 40_000
 MAX_REASONING_CHARS = 4000
+MAX_PROSE_OBJECTS = 64  # braces tried when a proposal is wrapped in prose
 
 
 # JSON schema for structured output: bounded so that constrained decoding terminates.
@@ -159,19 +162,34 @@ def _load_json_object(text: str) -> dict[str, Any]:
     if fence:
         stripped = fence.group(1).strip()
     try:
-        data = json.loads(stripped)
+        data = jsonio.loads(stripped)
     except json.JSONDecodeError:
-        # Prose around the proposal: take the first decodable object with an "edits" key.
-        decoder = json.JSONDecoder()
-        for m in re.finditer(r"\{", stripped):
-            try:
-                data, _ = decoder.raw_decode(stripped, m.start())
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict) and "edits" in data:
-                break
-        else:
-            raise ProposalError("no JSON proposal object found in the output") from None
+        data = _object_in_prose(stripped)
+    if not isinstance(data, dict):
+        raise ProposalError("the output is JSON but not an object")
+    return data
+
+
+def _object_in_prose(text: str) -> dict[str, Any]:
+    """Prose around the proposal: the first decodable object with an "edits" key among the first
+    `MAX_PROSE_OBJECTS` braces tried. A successful decode is skipped whole (the search resumes
+    after it), and a document nested past the reader's bound ends the search (each of its inner
+    braces would be as deep again: 25,000 levels cost seconds each)."""
+    start = 0
+    for _ in range(MAX_PROSE_OBJECTS):
+        if (at := text.find("{", start)) < 0:
+            break
+        try:
+            data, end = jsonio.raw_decode(text, at)
+        except json.JSONDecodeError as e:
+            if e.msg == jsonio.TOO_DEEP:
+                raise ProposalError(f"the JSON proposal is {e.msg}") from None
+            start = at + 1
+            continue
+        if isinstance(data, dict) and "edits" in data:
+            return data
+        start = end
+    raise ProposalError("no JSON proposal object found in the output")
     if not isinstance(data, dict):
         raise ProposalError("the output is JSON but not an object")
     return data

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from moscopt.agent.harness import Rollout
-from moscopt.optimizer.editadam import format_trajectories
+from moscopt.core.credit import q_of
+from moscopt.optimizer.editadam import GOLD_CHARS, cut, format_trajectories
 from moscopt.optimizer.policies.edit_targets import SUCCESS
 from moscopt.run.ledger import RolloutEvent
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from moscopt.benchmarks import Task
 
 PASSED_PER_GROUP = 2  # successes shown beside each group of failures, for contrast
+JUDGE_CHARS = 1200  # of a judge's verdict on a reply
 
 
 def as_rollout(r: RolloutEvent, task: Task) -> Rollout:
@@ -32,6 +34,7 @@ def as_rollout(r: RolloutEvent, task: Task) -> Rollout:
         response=r.response,
         answer=r.answer,
         reward=r.reward,
+        detail=r.detail,
         error=r.error,
         gate_error=r.gate_error,
     )
@@ -54,9 +57,22 @@ def trajectory_groups(
     out = []
     for i, chunk in enumerate(chunks):
         shown = chunk + passed[i * PASSED_PER_GROUP : (i + 1) * PASSED_PER_GROUP]
-        gold = {r.task_id: str(tasks[r.task_id].gold) for r in shown}
-        out.append(format_trajectories([as_rollout(r, tasks[r.task_id]) for r in shown], gold))
+        expected = {r.task_id: expectation(tasks[r.task_id], r) for r in shown}
+        out.append(format_trajectories([as_rollout(r, tasks[r.task_id]) for r in shown], expected))
     return out
+
+
+def expectation(task: Task, r: RolloutEvent) -> str:
+    """What reflection is told a right reply is: the answer key (cut), or for a task that
+    carries a judge of checks or criteria, what the judge found (which ones the reply missed,
+    each as what it requires), never the judge's raw definition."""
+    from moscopt.benchmarks.judges import RubricJudge, RuleJudge
+
+    if isinstance(task.gold, RuleJudge | RubricJudge):
+        what = "checks" if isinstance(task.gold, RuleJudge) else "criteria"
+        verdict = r.detail or f"requires: {task.gold}"
+        return f"Judge ({what}): {cut(verdict, JUDGE_CHARS)}"
+    return f"Expected answer: {cut(str(task.gold), GOLD_CHARS)}"
 
 
 def hard_soft(rollouts: Sequence[RolloutEvent]) -> tuple[float, float]:
@@ -93,17 +109,17 @@ def routing_cases(
             continue
         task = tasks.get(r.task_id)
         text = case_text(task.prompt if task else r.task_id)
-        floor = min((q.get(s, 0.0) for s in r.skills), default=0.0)
+        floor = min((q_of(q, s) for s in r.skills), default=0.0)
         better = sorted(
-            (s for s in r.offered or pool_names if s not in r.skills and q.get(s, 0.0) > floor),
-            key=lambda s: -q.get(s, 0.0),
+            (s for s in r.offered or pool_names if s not in r.skills and q_of(q, s) > floor),
+            key=lambda s: -q_of(q, s),
         )[:3]
         line = f"- task: {text}\n  activated: {', '.join(r.skills)} -> reward {r.reward:.2f}"
         if r.offered:
             line += f"\n  offered to the gate (the router's shortlist): {', '.join(r.offered)}"
         if better:
             line += "\n  higher-scoring skills left out: " + ", ".join(
-                f"{s} ({q[s]:.2f})" for s in better
+                f"{s} ({q_of(q, s):.2f})" for s in better
             )
         if r.gate_error:
             line += f"\n  the router's answer could not be used: {r.gate_error}"

@@ -30,6 +30,8 @@ PROMPTS: dict[str, frozenset[str]] = {
     "crossover": frozenset({"first", "second", "pool"}),
     "fresh": frozenset({"seed", "pool"}),
     "distill": frozenset({"skills", "gate", "k"}),
+    # the rubric judge (moscopt/benchmarks/rubric.py): criteria and the answer, nothing else
+    "judge_rubric": frozenset({"criteria", "answer", "count"}),
     # CODREAM (moscopt/extensions/niches/codream.py): one prompt per phase
     "codream_diagnose": frozenset({"niche", "task", "skills", "response", "outcome"}),
     "codream_contrast": frozenset({"niche", "diagnosis", "exemplars", "lessons"}),

@@ -11,7 +11,6 @@ from typing import Any
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
-_NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # whole name: fullmatch, never `$`
 # Device names Windows reserves in every folder (a folder `con` cannot be made or opened there):
 # a pool must be portable to every OS an agent runs on.
 RESERVED_NAMES = frozenset(
@@ -20,10 +19,20 @@ RESERVED_NAMES = frozenset(
 
 
 def is_valid_name(name: str) -> bool:
-    """A lowercase-hyphen slug of at most `NAME_MAX` characters, not a name Windows reserves."""
+    """A name the Agent Skills reference validator accepts: at most `NAME_MAX` characters,
+    lowercase letters of any script (`café-helper`), digits and single hyphens between them, in
+    NFKC form (so that the folder named after it is the same on every system); and not a name
+    Windows reserves."""
+    import unicodedata
+
     return (
-        len(name) <= NAME_MAX
-        and _NAME_RE.fullmatch(name) is not None
+        0 < len(name) <= NAME_MAX
+        and unicodedata.normalize("NFKC", name) == name
+        and name == name.lower()
+        and all(c.isalnum() or c == "-" for c in name)
+        and not name.startswith("-")
+        and not name.endswith("-")
+        and "--" not in name
         and name not in RESERVED_NAMES
     )
 

@@ -12,9 +12,14 @@ A SKILL.md is YAML front matter followed by a Markdown body::
     # Careful computation
     ...
 
-Serialization is deterministic: front-matter keys in a fixed order (metadata keys sorted),
-no line wrapping, LF line endings, one blank line after the front matter and exactly one
-trailing newline. Loading and dumping a file already in that form gives identical bytes.
+Serialization is deterministic: the Agent Skills keys in a fixed order (metadata keys sorted),
+then any other key a user's tools put there (`version`, `triggers`, ...: kept as they are, in
+the order read, with a warning that the Agent Skills format does not define them), no line
+wrapping, a string with a line break double-quoted (so that no line of the front matter can read
+as its closing `---`), LF line endings, one blank line after the front matter and exactly one
+trailing newline. Loading and dumping a file already in that form gives identical bytes; what
+loads dumps to text that loads to the same values. A skill folder's other files (`scripts/`,
+`references/`, `assets/`) travel with it verbatim: `moscopt.core.skill_files`.
 Statistics (Q-scores, activations, synergy) never go into SKILL.md; they live in the run state.
 Front matter is read with `moscopt.core.yamlio.StrictLoader`: YAML anchors and aliases are refused.
 """
@@ -22,15 +27,24 @@ Front matter is read with `moscopt.core.yamlio.StrictLoader`: YAML anchors and a
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from moscopt.core import yamlio
+from moscopt.core.front_matter import join_front_matter, split_front_matter
+from moscopt.core.skill_files import (
+    SKILL_FILE,
+    SkillFile,
+    files_from_json,
+    files_json,
+    read_files,
+    write_files,
+)
 from moscopt.core.skill_format import (
     COMPATIBILITY_MAX,
     DESCRIPTION_MAX,
@@ -42,10 +56,13 @@ from moscopt.core.validation import user_error
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_text, canonical_json, make_dirs, read_text, strip_controls
 
-SKILL_FILE = "SKILL.md"
+__all__ = ["GATE_NAME", "SKILL_FILE", "Pool", "Skill", "SkillFile"]
+
 GATE_NAME = "gate"
 # Front-matter keys of the Agent Skills format, in the order they are written.
 _KEY_ORDER = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
+log = logging.getLogger(__name__)
+_warned: set[tuple[str, str]] = set()  # (file, key): an unknown key is reported once a process
 
 
 class Skill(BaseModel):
@@ -60,15 +77,35 @@ class Skill(BaseModel):
     compatibility: str | None = None
     allowed_tools: str | None = Field(default=None, alias="allowed-tools")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # front-matter keys the Agent Skills format does not define, as read (written after its own)
+    extras: dict[str, Any] = Field(default_factory=dict)
+    # the folder's other files (scripts/, references/, assets/...), verbatim; edits never touch them
+    files: tuple[SkillFile, ...] = ()
+
+    @field_validator("extras")
+    @classmethod
+    def _check_extras(cls, v: dict[str, Any]) -> dict[str, Any]:
+        clash = sorted(set(map(str, v)) & set(_KEY_ORDER))
+        if clash:
+            raise ValueError(f"{', '.join(clash)} is an Agent Skills key, not an extra one")
+        return {str(k): value for k, value in v.items()}
+
+    @field_validator("files")
+    @classmethod
+    def _check_files(cls, v: tuple[SkillFile, ...]) -> tuple[SkillFile, ...]:
+        paths = [f.path for f in v]
+        if len(set(paths)) != len(paths):
+            raise ValueError("the same file is listed twice")
+        return tuple(sorted(v, key=lambda f: f.path))
 
     @field_validator("name")
     @classmethod
     def _check_name(cls, v: str) -> str:
         if not is_valid_name(v):
             raise ValueError(
-                f"must be a lowercase-hyphen slug of at most {NAME_MAX} characters "
-                "(a-z, 0-9, single hyphens between words), not a name Windows reserves "
-                "(con, prn, aux, nul, com0-9, lpt0-9)"
+                f"must be a lowercase-hyphen name of at most {NAME_MAX} characters "
+                "(lowercase letters of any script, digits, single hyphens between words), not a "
+                "name Windows reserves (con, prn, aux, nul, com0-9, lpt0-9)"
             )
         return v
 
@@ -106,93 +143,72 @@ class Skill(BaseModel):
             "allowed-tools": self.allowed_tools,
             "metadata": _sorted_mapping(self.metadata) if self.metadata else None,
         }
-        return {k: values[k] for k in _KEY_ORDER if values[k] is not None}
+        known = {k: values[k] for k in _KEY_ORDER if values[k] is not None}
+        return {**known, **self.extras}
 
     def dumps(self) -> str:
         """The canonical SKILL.md text."""
-        data = self.front_matter()
-        fm = _yaml_dump(data, allow_unicode=True)
-        if yamlio.load(fm) != data:  # e.g. U+0085, a YAML line break: escape non-ASCII
-            fm = _yaml_dump(data, allow_unicode=False)
-        body = f"\n{self.body}" if self.body else ""
-        return f"---\n{fm}---\n{body}"
+        return join_front_matter(self.front_matter(), self.body)
 
     @classmethod
     def loads(cls, text: str, *, path: str | Path | None = None) -> Skill:
         """Parse SKILL.md text; any problem is a `UserError` naming `path` and line or field."""
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        lines = text.split("\n")
-        if not lines or lines[0].strip() != "---":
-            raise UserError(
-                "missing YAML front matter: the file must start with a line '---'",
-                path=path,
-                line=1,
-            )
-        try:
-            end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-        except StopIteration:
-            raise UserError(
-                "front matter is not closed: no second '---' line", path=path, line=1
-            ) from None
-        raw_fm = "\n".join(lines[1:end])
-        try:
-            data = yamlio.load(raw_fm)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            line = min(mark.line, end - 2) + 2 if mark is not None else 2
-            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-            if problem != yamlio.ALIASES_REFUSED:
-                problem = f"is not valid YAML: {problem}"
-            raise UserError(f"front matter {problem}", path=path, line=line) from None
-        if not isinstance(data, dict):
-            raise UserError("front matter must be a YAML mapping (key: value)", path=path, line=2)
-        for key in data:
-            if key not in _KEY_ORDER:
-                raise UserError(
-                    f"unknown front-matter key (allowed: {', '.join(_KEY_ORDER)})",
-                    path=path,
-                    field=str(key),
+        data, body = split_front_matter(text, path=path)
+        known = {k: v for k, v in data.items() if k in _KEY_ORDER}
+        extras = {k: v for k, v in data.items() if k not in _KEY_ORDER}
+        for key in extras:
+            if path is not None and (str(path), key) not in _warned:
+                _warned.add((str(path), key))
+                log.warning(
+                    "moscopt: %s: front-matter key '%s' is not part of the Agent Skills format "
+                    "(kept as it is)",
+                    path,
+                    key,
                 )
-        body = "\n".join(lines[end + 1 :])
         try:
-            return cls.model_validate({**data, "body": body})
+            return cls.model_validate({**known, "extras": extras, "body": body})
         except ValidationError as e:
             raise user_error(e, path) from None
 
     @classmethod
     def load(cls, path: str | Path) -> Skill:
+        """The skill of a SKILL.md file, with the other files of its folder."""
         path = Path(path)
-        return cls.loads(read_text(path), path=path)
+        skill = cls.loads(read_text(path), path=path)
+        files = read_files(path.parent)
+        return skill.model_copy(update={"files": files}) if files else skill
 
-    def dump(self, folder: str | Path) -> Path:
-        """Write `<folder>/SKILL.md` atomically (following the umask: other tools read it);
-        returns its path."""
+    def dump(self, folder: str | Path, *, prune: bool = False) -> Path:
+        """Write `<folder>/SKILL.md` atomically (following the umask: other tools read it) and
+        the folder's other files; `prune` removes files the skill no longer has. Returns the
+        SKILL.md path."""
         target = Path(folder) / SKILL_FILE
-        atomic_write_text(target, self.dumps(), shared=True)
+        text = self.dumps()
+        if not (target.is_file() and target.read_bytes() == text.encode("utf-8")):
+            atomic_write_text(target, text, shared=True)
+        write_files(Path(folder), self.files, prune=prune)
         return target
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON view used by checkpoints and patches (front matter + body)."""
-        return {**self.front_matter(), "body": self.body}
+        """The JSON view used by checkpoints and patches: the Agent Skills front matter, the
+        body, and (only when present, so that older runs keep their digests) the other keys and
+        the folder's files."""
+        known = {k: v for k, v in self.front_matter().items() if k in _KEY_ORDER}
+        out: dict[str, Any] = {**known, "body": self.body}
+        if self.extras:
+            out["extras"] = dict(self.extras)
+        if self.files:
+            out["files"] = files_json(self.files)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Skill:
-        return cls.model_validate(dict(data))
+        values = dict(data)
+        values["files"] = files_from_json(values.get("files", ()))
+        return cls.model_validate(values)
 
     def with_body(self, body: str) -> Skill:
         return self.model_copy(update={"body": normalize_body(body)})
-
-
-def _yaml_dump(data: dict[str, Any], *, allow_unicode: bool) -> str:
-    return yamlio.dump(
-        data,
-        sort_keys=False,
-        allow_unicode=allow_unicode,
-        default_flow_style=False,
-        width=2**31 - 1,
-    )
 
 
 def normalize_body(body: str) -> str:
@@ -320,7 +336,7 @@ class Pool(BaseModel):
             if not file.is_file():
                 continue
             skill = Skill.load(file)
-            if skill.name != folder.name:
+            if skill.name != unicodedata.normalize("NFKC", folder.name):  # macOS writes NFD
                 raise UserError(
                     f"name '{skill.name}' does not match its folder name '{folder.name}'",
                     path=file,
@@ -348,10 +364,7 @@ class Pool(BaseModel):
         make_dirs(directory, shared=True)  # skills are for other tools: modes follow the umask
         members = [*self.skills, *([self.gate] if self.gate else [])]
         for skill in members:
-            target = directory / skill.name / SKILL_FILE
-            text = skill.dumps()
-            if not (target.is_file() and target.read_bytes() == text.encode("utf-8")):
-                atomic_write_text(target, text, shared=True)
+            skill.dump(directory / skill.name, prune=prune)
         if prune:
             keep = {s.name for s in members}
             for folder in directory.iterdir():

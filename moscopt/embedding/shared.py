@@ -62,13 +62,18 @@ def running_embedder(name: str) -> SentenceEmbedder | None:
 
 
 def installed() -> bool:
-    """Whether sentence-transformers can be imported (checked without importing it)."""
+    """Whether a model can be run at all (checked without importing anything): the numpy
+    encoder's libraries (the `embeddings` extra) or sentence-transformers. Whether a given
+    model loads is known when it does (`EmbedderUnavailable`)."""
+    light = ("numpy", "safetensors", "tokenizers")
+    if all(importlib.util.find_spec(m) is not None for m in light):
+        return True
     return importlib.util.find_spec("sentence_transformers") is not None
 
 
 def preload(names: Iterable[str], store_dir: Path | None = None) -> list[str]:
     """Start loading each model of `names` in the background (hashing and difflib need no
-    model; without sentence-transformers nothing starts: its users fall back on their own),
+    model; without the `embeddings` extra nothing starts: its users fall back on their own),
     keeping its vectors in the store at `store_dir`. Returns the models started."""
     from moscopt.embedding.store import FOLDER, VectorStore
 

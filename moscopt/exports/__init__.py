@@ -31,13 +31,15 @@ import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.errors import UserError
 from moscopt.exports.deployment import Deployment, open_export, open_run_export
 from moscopt.exports.manifest import MANIFEST_FILE, MODES, Manifest, Provenance
-from moscopt.exports.target import check_target, write_tree
+from moscopt.exports.reference import check_with_reference
+from moscopt.exports.target import check_target, skill_paths, write_tree
 
 if TYPE_CHECKING:
     from moscopt.app.assembly import LMs
@@ -89,7 +91,7 @@ def export_run(
 
     if mode not in MODES:
         raise UserError(
-            f"unknown mode '{mode}' (mixture, static, topq, distilled, router or agents)",
+            f"unknown mode '{mode}' (mixture, static, topq, distilled, router, agents or plugin)",
             field="mode",
         )
     run = RunDir.open(run_path)
@@ -149,17 +151,28 @@ def export_run(
         members, files["ROUTING.md"], manifest.agents = agents_export(
             run, config, state, pool, k, resolved
         )
+    elif mode == "plugin":  # the agents export as a Claude Code plugin
+        from moscopt.exports.plugin import plugin_export
+
+        members, more, manifest.agents, manifest.plugin = plugin_export(
+            run, config, state, pool, k, resolved
+        )
+        files.update(more)
     else:
         skill, manifest.distilled = _distilled(
             run, config, state, pool, k, top or k, resolved, lms, progress
         )
         members = [skill]
-    for skill in members:
-        files[f"skills/{skill.name}/SKILL.md"] = skill.dumps()
     manifest.skills = sorted(s.name for s in members)
     files[MANIFEST_FILE] = manifest.dumps()
-    write_tree(target, files, force=force)
-    return ExportResult(mode, target, manifest, sorted(files))
+    write_tree(
+        target,
+        files,
+        force=force,
+        skills=members,
+        check=partial(check_with_reference, shown=target),
+    )
+    return ExportResult(mode, target, manifest, sorted([*files, *skill_paths(members)]))
 
 
 def _static(
@@ -195,6 +208,7 @@ def _distilled(
     from moscopt.agent.evaluate import run_tasks
     from moscopt.app.assembly import make_agent, open_lms, resolve_benchmark
     from moscopt.core.skills import Pool
+    from moscopt.core.stats import few_tasks_note
     from moscopt.exports.distill import distill, top_skills
     from moscopt.routing.gate import FixedSkills
 
@@ -205,7 +219,9 @@ def _distilled(
     val = splits.val[: max(1, math.ceil(config.optimizer.p_val * len(splits.val)))]
     import contextlib
 
-    opened = open_lms(config, run, roles=("agent", "optimizer")) if given is None else None
+    opened = (
+        open_lms(config, run, roles=("agent", "optimizer"), bench=bench) if given is None else None
+    )
     with opened or contextlib.nullcontext(given) as lms:
         assert lms is not None
         assert lms.optimizer is not None
@@ -226,4 +242,5 @@ def _distilled(
         "validation_score": score,
         "validation_tasks": len(val),
         "mixture_validation_score": state.cursor.best_val,
+        "note": few_tasks_note(len(val)),
     }

@@ -33,7 +33,8 @@ class Deployment:
 
     @property
     def mode(self) -> str:
-        return self.manifest.mode
+        """How it is deployed: a plugin export is deployed as the agents export it holds."""
+        return "agents" if self.manifest.mode == "plugin" else self.manifest.mode
 
     def gate_stats(self, c_min: int) -> GateStats:
         """What the trained gate saw besides descriptions (for a mixture export)."""
@@ -46,13 +47,13 @@ class Deployment:
 def open_export(folder: Path, mode: str | None = None) -> Deployment:
     """Load the export in `folder`; with `mode`, it must be an export of that mode."""
     manifest = load_manifest(folder)
-    if mode is not None and manifest.mode != mode:
+    if mode is not None and mode not in (manifest.mode, _deployed(manifest.mode)):
         raise UserError(
             f"is a {manifest.mode} export, not a {mode} one", path=folder / MANIFEST_FILE
         )
     pool = Pool.load(folder / SKILLS_DIR)
     table = None
-    if manifest.mode in ("static", "topq", "agents"):  # agents: the same table, for route
+    if _deployed(manifest.mode) in ("static", "topq", "agents"):  # agents: the table, for route
         path = folder / ROUTING_FILE
         table = RoutingTable.load(path)
         table.check_skills(pool.names, path)
@@ -72,6 +73,10 @@ def open_export(folder: Path, mode: str | None = None) -> Deployment:
 
         memory = load_memory(folder)
     return Deployment(folder, manifest, pool, table, router, memory)
+
+
+def _deployed(mode: str) -> str:
+    return "agents" if mode == "plugin" else mode
 
 
 def open_run_export(run: RunDir, mode: str) -> Deployment:

@@ -2,9 +2,11 @@
 
 The answer is JSON (`moscopt.core.drafts.draft_schema`: for the embedded model the compact,
 line-array form, so its grammar yields a skill of several lines in a few hundred tokens) parsed
-strictly into a `Skill`. An unusable answer gets one retry with a new sample index (a fresh
-answer, not the cached one); a second failure is `DistillationFailed` (exit 1, one line), never
-a crash. `progress` hears of each attempt as it starts and fails.
+strictly into a `Skill`; a body that is repetition (one sentence said again and again, which a
+small model writes when it has nothing to say) is an unusable answer. An unusable answer gets
+one retry with a new sample index (a fresh answer, not the cached one); a second failure is
+`DistillationFailed` (exit 1, one line), never a crash. `progress` hears of each attempt as it
+starts and fails.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from moscopt.core.drafts import COMPACT_TOKENS, draft_fields, draft_schema
+from moscopt.core.drafts import COMPACT_TOKENS, draft_fields, draft_schema, repetition
 from moscopt.core.skill_format import DESCRIPTION_MAX, clean_description
 from moscopt.core.skills import Pool, Skill
 from moscopt.errors import RunFailed
@@ -65,6 +67,9 @@ def parse_distilled(data: Any, merged: Sequence[str]) -> Skill:
         raise ValueError("name, description and body must be non-empty strings")
     if body.strip().count("\n") < 3:
         raise ValueError("the body is too short to be a skill (fewer than 4 lines)")
+    degenerate = repetition(body)
+    if degenerate is not None:
+        raise ValueError(degenerate)
     slug = slugify(name)
     if slug == "gate":
         slug = "distilled-skill"

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from moscopt.core import jsonio
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
 from moscopt.run.fsio import pretty_json, read_text
@@ -19,8 +20,10 @@ from moscopt.run.fsio import pretty_json, read_text
 MANIFEST_FILE = "moscopt-export.json"
 SKILLS_DIR = "skills"  # the skills folder of a mixture, static or router export
 FORMAT = 1
-Mode = Literal["mixture", "static", "topq", "distilled", "router", "agents"]
-MODES: tuple[Mode, ...] = ("mixture", "static", "topq", "distilled", "router", "agents")
+Mode = Literal["mixture", "static", "topq", "distilled", "router", "agents", "plugin"]
+MODES: tuple[Mode, ...] = (
+    "mixture", "static", "topq", "distilled", "router", "agents", "plugin",
+)  # fmt: skip
 
 
 class _Model(BaseModel):
@@ -56,6 +59,7 @@ class Manifest(_Model):
     agents: dict[str, Any] | None = None  # router skill, hinted skills, the table (agents)
     router: dict[str, Any] | None = None  # router.json's summary (router only)
     memory: dict[str, Any] | None = None  # memory.json's summary (mixture, router; if fitted)
+    plugin: dict[str, Any] | None = None  # the Claude Code plugin's name and files (plugin)
 
     def dumps(self) -> str:
         return pretty_json(self.model_dump(mode="json"))
@@ -70,7 +74,7 @@ def load_manifest(folder: Path) -> Manifest:
         raise UserError(f"not a moscopt export (no {MANIFEST_FILE})", path=folder)
     text = read_text(path)
     try:
-        data = json.loads(text)
+        data = jsonio.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(f"not valid JSON: {e.msg}", path=path, line=e.lineno) from None
     if not isinstance(data, dict):

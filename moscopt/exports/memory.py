@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from moscopt.core import jsonio
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
 from moscopt.extensions.memory.params import MemoryState
@@ -51,7 +52,7 @@ def load_memory(folder: Path) -> MemoryState | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(read_text(path))
+        data = jsonio.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise UserError(f"not valid JSON: {e.msg}", path=path, line=e.lineno) from None
     if not isinstance(data, dict) or data.pop("format", None) != FORMAT:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.fsio import pretty_json, read_text
 
@@ -120,7 +121,7 @@ def load_router(folder: Path) -> RouterExport:
     if not path.is_file():
         raise UserError(f"not a router export (no {ROUTER_FILE})", path=folder)
     try:
-        data = json.loads(read_text(path))
+        data = jsonio.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise UserError(f"not valid JSON: {e.msg}", path=path, line=e.lineno) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

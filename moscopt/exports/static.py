@@ -94,7 +94,7 @@ def default_skills(
 def default_only_note(summary: Mapping[str, Any], default: Sequence[str]) -> str | None:
     """What to tell the user when the table has no rule but DEFAULT (None: it has rules): every
     task gets the same skills, which is not routing."""
-    if summary["word_rules"] or summary["text_rules"]:
+    if summary["word_rules"]:
         return None
     if summary["gate_decisions"]:
         why = (
@@ -119,12 +119,10 @@ def static_summary(found: Decisions, derivation: Derivation) -> dict[str, Any]:
         "gate_decisions": derivation.decisions,
         "agreeing": derivation.agreeing,
         "by_words": derivation.by_words,
-        "by_text": derivation.by_text,
         "by_default": derivation.by_default,
-        "unrepresentable": derivation.unrepresentable,
+        "unmatched": derivation.unmatched,
         "excluded": found.excluded,
-        "word_rules": sum(r.kind == "words" for r in derivation.table.rules),
-        "text_rules": sum(r.kind == "text" for r in derivation.table.rules),
+        "word_rules": len(derivation.table.rules),
     }
     summary["default_only"] = default_only_note(summary, derivation.table.default)
     return summary
@@ -157,9 +155,8 @@ def render_routing(
         "",
         "- `IF WORDS w1, w2` matches a task whose text contains every listed word "
         "(case-insensitive whole words; a word is a run of letters and digits).",
-        '- `IF TEXT "..."` matches a task whose text, with whitespace runs collapsed to one '
-        "space and trimmed, equals the quoted JSON string: it pins one training task that no "
-        "word rule routes as the gate did.",
+        '- `IF TEXT "..."` (never derived: write it by hand) matches a task whose text, with '
+        "whitespace runs collapsed to one space and trimmed, equals the quoted JSON string.",
         "- `# ...` after a rule is its evidence: the training tasks it routes as the gate did.",
         "",
         "moscopt reads only the Rules section; edit it by hand if you like (same line formats).",
@@ -173,9 +170,10 @@ def render_routing(
         f"Training tasks: {summary['training_tasks']}; with a gate decision: "
         f"{summary['gate_decisions']} (excluded: {excluded}).",
         f"Routed as the gate did: {summary['agreeing']} of {summary['gate_decisions']} "
-        f"({summary['by_words']} by word rules, {summary['by_text']} by text rules, "
-        f"{summary['by_default']} by DEFAULT; {summary['unrepresentable']} cannot be, "
-        "because identical texts got different decisions).",
+        f"({summary['by_words']} by word rules, {summary['by_default']} by DEFAULT); "
+        f"{summary['unmatched']} get DEFAULT though the gate chose otherwise: no rule of at "
+        "most two words found in two or more of their tasks and in no other task picks them "
+        "out, and a rule is never a copy of one training task.",
         "",
         "## Skills",
         "",

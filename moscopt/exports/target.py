@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from moscopt.errors import UserError
 from moscopt.exports.manifest import MANIFEST_FILE
 from moscopt.run.fsio import atomic_write_text, check_output_path
+
+if TYPE_CHECKING:
+    from moscopt.core.skills import Skill
 
 
 def check_target(out: Path, *, force: bool) -> None:
@@ -39,8 +43,25 @@ def check_target(out: Path, *, force: bool) -> None:
         raise UserError("an export is already there: pass --force to overwrite it", path=out)
 
 
-def write_tree(out: Path, files: Mapping[str, str], *, force: bool) -> None:
-    """Make `out` hold exactly `files` (relative path -> text)."""
+def skill_paths(skills: Sequence[Skill]) -> list[str]:
+    """The files `write_tree` writes for `skills`: each one's SKILL.md and folder files."""
+    return [
+        f"skills/{s.name}/{rel}" for s in skills for rel in ("SKILL.md", *(f.path for f in s.files))
+    ]
+
+
+def write_tree(
+    out: Path,
+    files: Mapping[str, str],
+    *,
+    force: bool,
+    skills: Sequence[Skill] = (),
+    check: Callable[[Path], None] | None = None,
+) -> None:
+    """Make `out` hold exactly `files` (relative path -> text) and `skills` as whole folders
+    (`skills/<name>/`: SKILL.md and every other file of the folder, with its mode). `check`
+    sees the written folder before it replaces anything; what it raises leaves `out` as it
+    was."""
     check_target(out, force=force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tag = f"{os.getpid()}"
@@ -51,6 +72,10 @@ def write_tree(out: Path, files: Mapping[str, str], *, force: bool) -> None:
     try:
         for rel in sorted(files):
             atomic_write_text(staging / rel, files[rel], shared=True)  # modes: the umask's
+        for skill in skills:
+            skill.dump(staging / "skills" / skill.name)
+        if check is not None:
+            check(staging)
         if out.exists():
             os.replace(out, retired)
         os.replace(staging, out)

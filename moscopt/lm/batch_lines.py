@@ -7,8 +7,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from moscopt.core.jsonio import loads
 from moscopt.lm.base import LMRequest
-from moscopt.lm.wire import chat_body, dumps, loads
+from moscopt.lm.wire import chat_body, dumps
 
 ENDPOINT = "/v1/chat/completions"
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moscopt.lm.wire import loads
+from moscopt.core.jsonio import loads
 from moscopt.run.fsio import atomic_write_bytes, atomic_write_json
 
 VERSION = 1

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from moscopt.core.jsonio import loads
 from moscopt.lm.base import Completion, ToolCall, Usage
 from moscopt.lm.redact import scrub_secrets
-from moscopt.lm.wire import dumps, loads, model_text, tokens
+from moscopt.lm.wire import dumps, model_text, tokens
 
 
 def encode_entry(completion: Completion) -> str:

@@ -20,6 +20,10 @@ def make_transport(
         from moscopt.lm.local import LocalTransport
 
         return LocalTransport(threads=llm.threads)
+    if model == "mcp/client":  # the MCP client's model, through sampling
+        from moscopt.lm.mcp_client import SamplingTransport
+
+        return SamplingTransport()
     if llm.transport == "auto" and uses_direct_transport(model, api_base):
         assert api_base is not None
         return HTTPTransport(

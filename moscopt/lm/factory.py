@@ -20,7 +20,7 @@ from moscopt.lm.transport import DIRECT_PROVIDERS, Transport
 if TYPE_CHECKING:
     from moscopt.run.rundir import EventLog
 
-Role = Literal["agent", "optimizer"]
+Role = Literal["agent", "optimizer", "judge"]
 
 
 def build_lm(
@@ -34,7 +34,8 @@ def build_lm(
     budget: Budget | None = None,
     api_key: str | None = None,
 ) -> LiteLLMClient:
-    """The LM for `role`: the agent's `config.model` or the optimizer's model.
+    """The LM for `role`: the agent's `config.model`, the optimizer's model, or the judge's
+    (`config.effective_judge_model`: it scores rubric criteria).
 
     `cache_dir`: where the response cache lives (default: `shared_cache_dir(config.llm)`, the
     project's `.moscopt/cache`); `record`: the file listing the cache entries a run used
@@ -50,8 +51,8 @@ def build_lm(
     whose key variable is unset, a malformed `api_base`, or a missing embedded model (with the
     install commands).
     """
-    model = config.model if role == "agent" else config.effective_optimizer_model
-    field = "model" if role == "agent" else "optimizer_model"
+    model = model_for(config, role)
+    field = {"agent": "model", "optimizer": "optimizer_model", "judge": "judge_model"}[role]
     routed = bool(config.llm.deployments) and model == config.model
     transport: Transport | None = None
     sink = _sink(events)
@@ -94,6 +95,13 @@ def build_lm(
     )
 
 
+def model_for(config: Config, role: Role) -> str:
+    """The model string of `role` under `config`."""
+    if role == "agent":
+        return config.model
+    return config.effective_optimizer_model if role == "optimizer" else config.effective_judge_model
+
+
 def batching(
     model: str,
     config: Config,
@@ -123,6 +131,11 @@ def check_model(
     if api_base is not None:
         check_api_base(api_base, field="api_base")
     provider, slash, name = model.partition("/")
+    if model == "mcp/client":  # the MCP client's model: only while `moscopt mcp` serves one
+        from moscopt.lm.mcp_client import check_sampler
+
+        check_sampler()
+        return
     if provider == LOCAL_PROVIDER and slash:
         if name != "smollm2":
             raise LMSetupError(

@@ -214,8 +214,8 @@ def _retry_after(e: BaseException) -> float | None:
         if headers is not None:
             try:
                 value = headers.get("retry-after")
-            except AttributeError:
+            except (AttributeError, TypeError, ValueError):
                 continue
             if value is not None:
-                return parse_retry_after(str(value))
+                return parse_retry_after(value if isinstance(value, str) else None)
     return None

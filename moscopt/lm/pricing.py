@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from moscopt.core.jsonio import loads
 from moscopt.lm.local import PROVIDER as LOCAL_PROVIDER
-from moscopt.lm.wire import loads
 
 log = logging.getLogger("moscopt.lm")
 # Names of the bundled map in the litellm releases we support (newest first).

@@ -10,8 +10,10 @@ Transports turn every failure into a `Fault` with a `kind`:
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Literal
 
@@ -50,22 +52,28 @@ def fault_for_status(status: int, message: str, retry_after: float | None = None
     return Fault("request", message, status)
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date); None if absent or bad."""
-    if value is None:
+def parse_retry_after(value: object) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date); None if absent or bad.
+
+    Whatever a server sends cannot crash a call: a value that cannot be read (a date without a
+    zone or with `-0000`, a year past 9999, a number too large, not text at all) is None, and the
+    call backs off as usual."""
+    if not isinstance(value, str):
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return 0.0 if math.isnan(seconds) else max(0.0, seconds)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        if when.tzinfo is None:  # `-0000` (RFC 5322: UTC, source unknown) parses naive
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    except (TypeError, ValueError, OverflowError, IndexError):
         return None
-    from datetime import UTC, datetime
-
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 @dataclass

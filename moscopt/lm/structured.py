@@ -2,8 +2,8 @@
 
 The only leniency: surrounding whitespace and one Markdown code fence around the document (what
 models without native JSON mode add). Nothing else is rescued. The answer is untrusted: one
-longer than `MAX_CHARS` or nested deeper than the parser goes is `OutputInvalid`, never a
-crash.
+longer than `MAX_CHARS` or nested deeper than `moscopt.core.jsonio.MAX_DEPTH` is
+`OutputInvalid`, never a crash.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import importlib
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from moscopt.core import jsonio
 
 if TYPE_CHECKING:
     from moscopt.lm.base import Completion
@@ -44,13 +46,11 @@ def parse_structured(text: str, schema: Mapping[str, Any]) -> Any:
     if len(body) > MAX_CHARS:
         raise OutputInvalid(f"the answer is longer than {MAX_CHARS} characters")
     try:
-        value = json.loads(body)
+        value = jsonio.loads(body)
     except json.JSONDecodeError as e:
         raise OutputInvalid(
             f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
         ) from None
-    except RecursionError:
-        raise OutputInvalid("not valid JSON (nested too deeply)") from None
     jsonschema = _jsonschema()
     validator_cls = jsonschema.validators.validator_for(schema)
     errors = sorted(

@@ -27,13 +27,14 @@ import weakref
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from moscopt.core.jsonio import loads
 from moscopt.errors import UserError
 from moscopt.lm.base import LMRequest
 from moscopt.lm.http11 import BodyTooLarge, HTTPError, Origin, Pool
 from moscopt.lm.redact import redact
 from moscopt.lm.retry import Fault, fault_for_status, parse_retry_after
 from moscopt.lm.sync import until_loop_end
-from moscopt.lm.wire import NotAnAnswer, RawAnswer, chat_body, dumps, loads, raw_answer
+from moscopt.lm.wire import NotAnAnswer, RawAnswer, chat_body, dumps, raw_answer
 
 # Providers whose wire format at an api_base is plain OpenAI chat, and their key variables.
 DIRECT_PROVIDERS = {"openai": "OPENAI_API_KEY", "hosted_vllm": "HOSTED_VLLM_API_KEY"}

@@ -11,14 +11,12 @@ of the endpoint's key and of secret environment variables, in their simple encod
 (`moscopt.lm.redact.scrub_secrets`); and token counts that are not plausible (negative,
 fractional, past `MAX_TOKENS`) are flagged, not believed (`RawAnswer.usage_valid`).
 
-JSON goes through orjson (several times faster than `json` for these bodies); a body orjson
-refuses (invalid UTF-8, lone surrogates) is decoded leniently by `json` instead. A document
-nested too deeply for either is a `ValueError` like any other that is not JSON.
+JSON is read by `moscopt.core.jsonio.loads` (orjson, leniently `json` for a body orjson refuses):
+a document nested deeper than its bound is a `ValueError` like any other that is not JSON.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -72,18 +70,6 @@ def dumps(obj: Any) -> bytes:
         return orjson.dumps(obj)
     except orjson.JSONEncodeError:
         return orjson.dumps(_clean_tree(obj))  # still failing: not JSON at all, a bug: raise
-
-
-def loads(data: bytes | str) -> Any:
-    """Parse JSON, tolerating invalid UTF-8 and lone-surrogate escapes (ValueError: not JSON)."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-        try:
-            return json.loads(text)
-        except RecursionError:  # orjson stops at 1024 levels; json at the interpreter's limit
-            raise ValueError("the JSON document is nested too deeply") from None
 
 
 def _clean_tree(obj: Any) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from moscopt.agent.harness import Rollout
@@ -56,7 +56,9 @@ def skill_text(skill: Skill) -> str:
     return skill.dumps()
 
 
-def format_trajectories(rollouts: Sequence[Rollout], gold: dict[str, str]) -> str:
+def format_trajectories(rollouts: Sequence[Rollout], expected: Mapping[str, str]) -> str:
+    """The trajectories as reflection reads them; `expected` holds each task's line saying what
+    a right reply is (`Expected answer: ...`, or a judge's unmet checks)."""
     parts = []
     for i, r in enumerate(rollouts, 1):
         task = next((m["content"] for m in r.messages if m["role"] == "user"), "")
@@ -67,11 +69,11 @@ def format_trajectories(rollouts: Sequence[Rollout], gold: dict[str, str]) -> st
                 [
                     f"### Trajectory {i}: {outcome}",
                     f"Skills active: {', '.join(r.skills) or NONE}",
-                    f"Task:\n{_cut(task, TASK_CHARS)}",
+                    f"Task:\n{cut(task, TASK_CHARS)}",
                     *([f"Tool outputs: {len(tools)}"] if tools else []),
-                    f"Agent's final reply:\n{_cut(r.response, RESPONSE_CHARS)}",
+                    f"Agent's final reply:\n{cut(r.response, RESPONSE_CHARS)}",
                     f"Extracted answer: {r.answer if r.answer is not None else '(none found)'}",
-                    f"Expected answer: {_cut(gold.get(r.task_id, '?'), GOLD_CHARS)}",
+                    expected.get(r.task_id, "Expected answer: ?"),
                     *([f"Error: {r.error}"] if r.error else []),
                 ]
             )
@@ -100,7 +102,7 @@ def failure_patterns(analysis: str, limit: int = 3) -> list[str]:
     for line in analysis.splitlines():
         text = line.strip().lstrip("-*•0123456789.) ").strip()
         if text:
-            found.append(_cut(text, 100))
+            found.append(cut(text, 100))
         if len(found) == limit:
             break
     return found
@@ -157,7 +159,7 @@ class EditAdam:
             analyses = [m for m in merged if m]
         if not analyses:
             return None
-        return _cut(analyses[0], 1500)
+        return cut(analyses[0], 1500)
 
     def keep_analysis(self, state: OptimizerState, analysis: str | None) -> None:
         """Add this step's analysis to the step buffer (reflect-edit keeps only the latest)."""
@@ -265,7 +267,7 @@ class EditAdam:
                 step=step,
                 score_before=before,
                 score_after=after,
-                summary=_cut(summary, self.config.summary_chars),
+                summary=cut(summary, self.config.summary_chars),
                 failure_patterns=patterns,
             )
         )
@@ -289,7 +291,7 @@ class EditAdam:
             return
         lessons = [ln.strip() for ln in text.splitlines() if is_lesson(ln)]
         if lessons:
-            state.long_term_memory = [_cut(ln, 300) for ln in lessons[:6]]
+            state.long_term_memory = [cut(ln, 300) for ln in lessons[:6]]
 
     async def _ask(self, prompt: str, purpose: str, max_tokens: int) -> str | None:
         """A plain-text answer; None if the provider refused this request (`LMRequestError`).
@@ -327,6 +329,6 @@ def is_lesson(line: str) -> bool:
     return len([w for w in words if w.lower() not in ("step", "score", "epoch")]) >= 3
 
 
-def _cut(text: str, limit: int) -> str:
+def cut(text: str, limit: int) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -13,7 +13,9 @@
    highest-Q eliminated skill comes back), so the pool keeps its size N.
 4. Diversity: above the similarity threshold, one skill of the most similar pair (never a
    protected skill or a newborn) is rewritten, and fresh seed skills replace the lowest-Q
-   eligible skills (skipped, and noted, when none is eligible).
+   eligible skills (skipped, and noted, when none is eligible). A cycle replaces at most M
+   skills in all: the diversity step takes only the places reproduction left (with M = 1 and
+   an offspring born, none: the step is noted as skipped; raise M to make room for it).
 Selection rules live in `moscopt.optimizer.policies.evolution_selection`. Names are assigned in plan
 order after the requests return, so the result does not depend on which answer came first.
 Notes (one dict per decision) have the kinds eliminate, eliminate_undone, mutate, crossover,
@@ -192,7 +194,8 @@ async def next_generation(
     every = config.evolution.every
     cycle = Cycle(taken=set(state.names_used) | set(pool.names), index=state.epoch // every)
     pool, notes = await reproduce(lm, pool, select, config, seeds, fresh_rng, cycle)
-    pool, more = await restore_diversity(lm, pool, select, config, seeds, fresh_rng, cycle)
+    room = max(0, config.evolution.eliminate - len(cycle.born))  # M in all, whatever replaces
+    pool, more = await restore_diversity(lm, pool, select, config, seeds, fresh_rng, cycle, room)
     return pool, notes + more
 
 
@@ -282,9 +285,11 @@ async def restore_diversity(
     seeds: Pool,
     rng: random.Random,
     cycle: Cycle,
+    room: int,
 ) -> tuple[Pool, Notes]:
     """Above the similarity threshold: rewrite one skill of the most similar pair, then inject
-    fresh seed skills in place of the lowest-Q eligible skills (step 4)."""
+    fresh seed skills in place of the lowest-Q eligible skills (step 4), `room` skills at most
+    (what is left of M)."""
     cfg = config.evolution
     bodies, names = [x.body for x in pool], list(pool.names)
     model = cfg.embedding_model
@@ -294,6 +299,11 @@ async def restore_diversity(
         {"kind": "diversity", "similarity": round(sim, 4), "method": method, "threshold": limit}
     ]
     if sim <= limit or len(pool) < 2:
+        return pool, notes
+    if room <= 0:
+        notes.append({"kind": "forced_mutation", "replaced": None, "skill": None,
+                      "error": f"skipped: this cycle already replaced M = {cfg.eliminate} "
+                      "skill(s) (evolution.eliminate)"})  # fmt: skip
         return pool, notes
     pairs = await asyncio.to_thread(similar_pairs, names, bodies)
     victim = select.forced_mutation_victim(pairs, pool.names, cycle.born)
@@ -313,8 +323,14 @@ async def restore_diversity(
             mutant = cycle.birth(got, "forced-mutation")
             pool = pool.remove(victim).add(mutant)
             note["skill"] = mutant.name
+            room -= 1
     notes.append(note)
-    chosen = pick_seeds(seeds, set(pool.names) | cycle.used_seeds, cfg.fresh_skills, rng)
+    wanted = min(cfg.fresh_skills, room)
+    if cfg.fresh_skills > 0 and wanted <= 0:
+        why = f"skipped: this cycle already replaced M = {cfg.eliminate} skill(s)"
+        notes.append({"kind": "fresh", "skill": None, "replaced": None, "error": why})
+        return pool, notes
+    chosen = pick_seeds(seeds, set(pool.names) | cycle.used_seeds, wanted, rng)
     victims = select.fresh_victims(pool.names, len(chosen), cycle.born)
     if cfg.fresh_skills > 0 and not victims:
         why = "no seed left to inject" if not chosen else "no eligible skill to replace"

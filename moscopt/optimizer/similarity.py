@@ -202,7 +202,7 @@ def vectors_for(model: str, texts: Sequence[str]) -> list[Vector] | None:
     """The unit vectors of `texts` by the shared embedder of `model`, or None (warned once)
     where it cannot be loaded."""
     if not installed():
-        why = "sentence-transformers is not installed: pip install 'moscopt[embeddings]'"
+        why = "the embeddings extra is not installed: pip install 'moscopt[embeddings]'"
         _warn_fallback(model, why)
         return None
     try:

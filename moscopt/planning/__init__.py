@@ -177,6 +177,7 @@ def shape_of(
         concurrency=config.llm.concurrency,
         external_agent=bool(config.agent.command),
         aggregate_calls=1 if halting.enabled and halting.aggregator == "llm" else 0,
+        judge_calls=int(bench.needs_judge_model(splits["all"])),
         overlap=opt.overlap,
         certificate=config.training.certificate_samples * held_out_tasks(config, splits),
     )
@@ -200,14 +201,16 @@ def make_plan(
     latency: float | None = None,
     notes: list[str] | None = None,
     start_epoch: int = 0,
+    tasks: Path | None = None,
+    held_out: Path | None = None,
 ) -> Plan:
     """The plan of `moscopt train` with this config. `pilot`: measure one real minibatch (LLM
     calls); `propose`: and one reflect/propose per target; `latency`: seconds per call to
     assume where nothing was measured (None: time unknown); `start_epoch`: the epochs a resumed
-    run has done."""
-    from moscopt.app.assembly import benchmark_ref, check_models, resolve_benchmark, starting_pool
+    run has done; `tasks`, `held_out`: a task file instead of a benchmark, as for `train`."""
+    from moscopt.app.assembly import benchmark_ref, check_models, starting_pool, training_benchmark
 
-    bench, splits = resolve_benchmark(config, benchmark)
+    bench, splits, _ = training_benchmark(config, benchmark, tasks, held_out)
     pool, messages = starting_pool(skills_dir, config)
     if notes is not None:
         notes.extend(messages)

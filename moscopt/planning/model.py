@@ -68,6 +68,7 @@ class Shape:
     concurrency: int
     external_agent: bool = False
     aggregate_calls: int = 0  # 1: an LLM aggregator ends each rollout (memory.halting)
+    judge_calls: int = 0  # 1: a judge model scores each rollout's rubric (task files)
     overlap: bool = True  # optimizer.overlap: independent optimizer calls asked at once
     certificate: int = 0  # held-out tasks x samples of the end-of-run certificate (0: off)
     val_pool: int = 0  # validation tasks decisions draw from (0: `val`, every look repeats them)
@@ -76,7 +77,7 @@ class Shape:
     def rollout_calls(self) -> int:
         """At most this many calls per rollout."""
         agent = 0 if self.external_agent else self.steps
-        return agent + self.gate_calls + self.aggregate_calls
+        return agent + self.gate_calls + self.aggregate_calls + self.judge_calls
 
     @property
     def train_steps(self) -> int:

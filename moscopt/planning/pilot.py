@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from moscopt.core.skills import Pool
     from moscopt.run.ledger import LLMCall
 
-ROLLOUT_PURPOSES = ("agent", "gate", "aggregate")  # a rollout's calls; the others optimize
+# a rollout's calls (the rubric judge's included); the others optimize
+ROLLOUT_PURPOSES = ("agent", "gate", "aggregate", "judge")
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,9 @@ def run_pilot(
         path = Path(tmp) / "pilot"
         run = create_run(path, config, pool, benchmark_ref, splits)
         start = time.perf_counter()
-        with open_lms(config, run, roles=("agent", "optimizer"), log_events=True) as lms:
+        with open_lms(
+            config, run, roles=("agent", "optimizer"), log_events=True, bench=bench
+        ) as lms:
             assert lms.optimizer is not None
             trainer = make_trainer(
                 run=run, config=config, benchmark=bench, splits=splits,

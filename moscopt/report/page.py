@@ -22,13 +22,15 @@ from moscopt.report.plot import Curve, draw_curve
 from moscopt.report.render import Block, render_html, render_markdown
 from moscopt.report.routing import routing_blocks
 from moscopt.report.sections import embed_images, extra_blocks, side_images, with_image
-from moscopt.report.tables import edits_table, evolution_table
+from moscopt.report.tables import edit_links, edits_table, evolution_table, full_edit_blocks
 from moscopt.report.tables import fmt as _f
+from moscopt.run.eval_files import parse_name
 from moscopt.run.fsio import atomic_write_all, check_output_path, iter_jsonl, scrub
 from moscopt.run.history import CORE_KINDS, History
 from moscopt.run.ledger import LLMCall
 from moscopt.run.outcomes import outcome_counts, outcome_words
 from moscopt.run.rundir import RunDir
+from moscopt.run.state import calls_words
 
 
 @dataclass
@@ -88,7 +90,7 @@ def write_report(
     if html_out:  # the page stands alone: every image embedded
         blocks = embed_images(with_image(blocks, plot, png), path.parent)
     else:  # Markdown links the PNGs written beside it
-        blocks, images = side_images(blocks, run.path.name)
+        blocks, images = side_images(blocks, path.stem)
         files.update({path.parent / name: data for name, data in images.items()})
     text = render_html(blocks, run.path.name) if html_out else render_markdown(blocks)
     files[path] = scrub(text).encode("utf-8")
@@ -152,8 +154,7 @@ def eval_rows(run: RunDir) -> list[dict[str, Any]]:
     """One row per `exports/eval-<benchmark>-<split>-<mode>.jsonl`: score, 95% CI, tasks, cost."""
     rows = []
     for path in sorted(run.exports_dir.glob("eval-*.jsonl")):
-        parts = path.stem[len("eval-") :].rsplit("-", 2)
-        bench, split, mode = parts if len(parts) == 3 else ("?", "?", path.stem)
+        bench, split, mode = parse_name(path.stem)
         results = list(iter_jsonl(path))
         if not results:
             continue
@@ -216,7 +217,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
                     "evolution cycles",
                     f"{sum(e.accepted for e in evolutions)} accepted of {len(evolutions)}",
                 ],
-                ["LLM calls", f"{t.calls} (cache hits {t.cache_hits})"],
+                ["LLM calls", calls_words(t.calls, t.cache_hits)],
                 ["tokens", f"{t.prompt_tokens} prompt + {t.completion_tokens} completion"],
                 ["cost", f"${t.cost:.4f}"],
             ],
@@ -284,6 +285,9 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
         )
     blocks.append(("h2", "Edits"))
     blocks.append(edits_table(edits) if edits else ("p", "No edits were proposed."))
+    links = edit_links(edits)
+    if links is not None:
+        blocks.append(links)
     if evolutions:
         blocks.append(("h2", "Evolution"))
         blocks.append(evolution_table(evolutions))
@@ -306,6 +310,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
             + ([["gate", "-", "-", _since(history, "gate")]] if pool.gate is not None else []),
         )
     )
+    blocks.extend(full_edit_blocks(edits))
     return blocks
 
 

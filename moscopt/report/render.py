@@ -14,7 +14,10 @@ from typing import Any
 
 from moscopt.run.fsio import strip_controls
 
-Block = tuple[Any, ...]  # ("h1"|"h2"|"p", text) | ("table", headers, rows) | ("img", alt, src)
+# ("h1"|"h2"|"h3"|"p", text) | ("table", headers, rows) | ("img", alt, src) | ("pre", text) |
+# ("links", lead, [text, ...]): a "pre" block is literal text (a diff, a model's words), never
+# markup; "links" links each text to the "h3" heading of the same text (`anchor`)
+Block = tuple[Any, ...]
 
 # -- renderers -----------------------------------------------------------------------------------
 
@@ -32,6 +35,13 @@ def md_text(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", flat.replace("&", "&amp;").replace("<", "&lt;"))
 
 
+def anchor(heading: str) -> str:
+    """The id a heading gets: lower case, letters, digits and hyphens (GitHub's rule for the
+    headings the report makes)."""
+    text = re.sub(r"[^a-z0-9 -]", "", strip_controls(heading).lower())
+    return text.strip().replace(" ", "-")
+
+
 def _md_cell(text: str) -> str:
     return md_text(text)
 
@@ -44,6 +54,16 @@ def render_markdown(blocks: list[Block]) -> str:
             out.append(f"# {block[1]}")
         elif kind == "h2":
             out.append(f"## {block[1]}")
+        elif kind == "h3":
+            out.append(f"### {md_text(block[1])}")
+        elif kind == "links":
+            links = ", ".join(f"[{md_text(t)}](#{anchor(t)})" for t in block[2])
+            out.append(f"{block[1]} {links}")
+        elif kind == "pre":
+            text = strip_controls(str(block[1])).rstrip("\n")
+            runs = [len(r) for r in re.findall(r"`+", text)]
+            fence = "`" * max(3, max(runs, default=0) + 1)  # no line of the text can close it
+            out.append(f"{fence}text\n{text}\n{fence}")
         elif kind == "p":
             out.append(str(block[1]))
         elif kind == "img":
@@ -75,6 +95,16 @@ def render_html(blocks: list[Block], title: str) -> str:
         kind = block[0]
         if kind in ("h1", "h2"):
             body.append(f"<{kind}>{html.escape(str(block[1]))}</{kind}>")
+        elif kind == "h3":
+            text = strip_controls(str(block[1]))
+            body.append(f'<h3 id="{anchor(text)}">{html.escape(text)}</h3>')
+        elif kind == "links":
+            links = ", ".join(
+                f'<a href="#{anchor(t)}">{html.escape(strip_controls(t))}</a>' for t in block[2]
+            )
+            body.append(f"<p>{html.escape(block[1])} {links}</p>")
+        elif kind == "pre":
+            body.append(f"<pre>{html.escape(strip_controls(str(block[1])))}</pre>")
         elif kind == "p":
             body.append(f"<p>{_inline(str(block[1]))}</p>")
         elif kind == "img":

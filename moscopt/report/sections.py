@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.config import Config
+from moscopt.core.credit import Q_PRIOR
 from moscopt.report.render import Block
 from moscopt.routing.gate import (
     GATE_ANSWERS,
@@ -85,24 +86,25 @@ def fallback_note(failed: int, answered: int, constrained: bool) -> str | None:
 
 
 def q_over_time(
-    rollouts: Sequence[RolloutEvent], beta: float
+    rollouts: Sequence[RolloutEvent], beta: float, prior: float = Q_PRIOR
 ) -> dict[str, list[tuple[int, float]]]:
-    """Per skill, (step, Q) after each skill-editing minibatch, replayed from the rollouts."""
+    """Per skill, (step, Q) after each skill-editing minibatch, replayed from the rollouts by
+    the trainer's own rule (`core.credit.assign_credit`, from the prior `credit.q_prior`), so
+    a skill's last point is the Q that `status` and the final pool show (but for a newborn of
+    evolution, whose starting Q is not replayed)."""
+    from moscopt.core.credit import Outcome, assign_credit
+    from moscopt.run.state import RunState
+
     batches: dict[tuple[int, int, int], list[RolloutEvent]] = defaultdict(list)
     for r in rollouts:
         if r.phase in ("", "skills"):
             batches[(r.epoch, r.step, r.batch)].append(r)
-    q: dict[str, float] = {}
+    scratch = RunState()
     out: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for (_, step, _), batch in sorted(batches.items()):
-        rewards: dict[str, list[float]] = defaultdict(list)
-        for r in batch:
-            for name in dict.fromkeys([*r.skills, *(n for s in r.selections for n in s)]):
-                rewards[name].append(r.reward)
-        for name, values in rewards.items():
-            mean = sum(values) / len(values)
-            q[name] = mean if name not in q else (1 - beta) * q[name] + beta * mean
-            out[name].append((step, q[name]))
+        outcomes = [Outcome(r.skills, r.reward, r.selections) for r in batch]
+        for name in assign_credit(scratch, outcomes, beta, prior):
+            out[name].append((step, scratch.q[name]))
     return dict(out)
 
 
@@ -202,9 +204,9 @@ def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
         blocks.append(("p", f"Note: {note}"))
     if views.calls:
         blocks.append(("h2", "LLM calls and tokens by purpose"))
-        headers = ["purpose", "calls", "cache hits", "prompt tok", "completion tok", "cost"]
+        headers = ["purpose", "calls", "+ from the cache", "prompt tok", "completion tok", "cost"]
         blocks.append(("table", [*headers, "mean s", "p95 s"], calls_by_purpose(views.calls)))
-    curves = q_over_time(views.rollouts, beta)
+    curves = q_over_time(views.rollouts, beta, config.credit.q_prior)
     if curves:
         blocks.append(("h2", "Q-scores over time"))
         steps = {step for points in curves.values() for step, _ in points}
@@ -217,7 +219,9 @@ def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
             (
                 "p",
                 "Q of each skill after each skill-editing minibatch, replayed from the logged "
-                f"rollouts (β = {beta}; a newborn's prior is not replayed).",
+                f"rollouts by the trainer's rule (β = {beta}, from the prior "
+                f"{config.credit.q_prior}): `last` is the Q of the final pool and of `status` "
+                "(a newborn of evolution starts from the survivors' mean, not replayed here).",
             )
         )
         blocks.append(
@@ -359,9 +363,9 @@ def with_image(blocks: list[Block], plot: Path | None, png: bytes | None) -> lis
 
 
 def side_images(blocks: Sequence[Block], stem: str) -> tuple[list[Block], dict[str, bytes]]:
-    """For Markdown: the blocks linking the views' PNGs as `<stem>-<name>` (the run's name:
-    reports of one run share them), and those files' names and bytes, for the caller to check
-    and write beside the page."""
+    """For Markdown: the blocks linking the views' PNGs as `<stem>-<name>` (the page's stem, as
+    its learning curve `<stem>-curve.png`: two reports in one folder never share an image), and
+    those files' names and bytes, for the caller to check and write beside the page."""
     out: list[Block] = []
     files: dict[str, bytes] = {}
     for block in blocks:

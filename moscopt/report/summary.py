@@ -86,6 +86,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     from moscopt.routing.engine import stored_router
     from moscopt.routing.gate import constrained_gate
     from moscopt.run.history import History
+    from moscopt.run.ledger_read import unsaved_work
 
     state = run.load_state()
     config = run.load_config()
@@ -136,6 +137,8 @@ def run_summary(run: RunDir) -> dict[str, Any]:
         "best_val_score": best,
         "best_val_by_epoch": _best_per_epoch(history),
         "totals": state.totals.model_dump(),
+        # logged after the last save (`run.ledger_read.unsaved_work`): None when nothing is
+        "unsaved": unsaved_work(run.events_path, state.events_bytes),
         "checkpoints": len(run.checkpoints()),
         "certificate": _certificate(run, history),
         "export_warnings": _export_warnings(run),

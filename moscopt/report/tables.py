@@ -17,6 +17,7 @@ def fmt(x: float | None, digits: int = 3) -> str:
 def edits_table(edits: list[EditEntry]) -> Block:
     rows = [
         [
+            str(i),
             str(e.step),
             str(e.epoch),
             e.phase,
@@ -26,10 +27,39 @@ def edits_table(edits: list[EditEntry]) -> Block:
             evidence(e.decision),
             e.summary,
         ]
-        for e in edits
+        for i, e in enumerate(edits, 1)
     ]
-    head = ["step", "epoch", "phase", "target", "status", "score", "evidence", "summary"]
+    head = ["edit", "step", "epoch", "phase", "target", "status", "score", "evidence", "summary"]
     return ("table", head, rows)
+
+
+def edit_links(edits: list[EditEntry]) -> Block | None:
+    """The line after the edits table linking each edit's section in `full_edit_blocks`."""
+    shown = [f"Edit {i}" for i, e in enumerate(edits, 1) if e.status != "unusable"]
+    return ("links", "Each edit in full:", shown) if shown else None
+
+
+def full_edit_blocks(edits: list[EditEntry]) -> list[Block]:
+    """ "Edits in full": per edit decided on validation or not applied, a heading naming its
+    number (the `edit` column of the table, `moscopt log --edit N`) and the edit in full
+    (`run.edit_detail.full_lines`)."""
+    from moscopt.run.edit_detail import full_lines
+
+    blocks: list[Block] = []
+    for i, e in enumerate(edits, 1):
+        if e.status == "unusable":  # no proposal: the table's summary is all there is
+            continue
+        where = f"step {e.step}, {e.phase} {e.target}: {outcome_word(e.status)}"
+        lines = "\n".join([where, *full_lines(e.to_json(full=True))])
+        blocks += [("h3", f"Edit {i}"), ("pre", lines)]
+    if not blocks:
+        return []
+    intro = (
+        "Each edit's operations in full (anchor, old and new text) as a unified diff against "
+        "the skill it targeted, its reasoning, and the decision with each validation sample's "
+        "per-task rewards; the same as `moscopt log --full` (`--edit N` for one)."
+    )
+    return [("h2", "Edits in full"), ("p", intro), *blocks]
 
 
 def evidence(d: Decision | None) -> str:

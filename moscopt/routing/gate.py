@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from moscopt.core.credit import q_of
 from moscopt.core.skills import Pool
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def fallback_top_k(
 
     def key(name: str) -> tuple[int, float, str]:
         ranked = activations.get(name, 0) >= c_min
-        return (0 if ranked else 1, -q.get(name, 0.0), name)
+        return (0 if ranked else 1, -q_of(q, name), name)
 
     return tuple(sorted(names, key=key)[:k])
 

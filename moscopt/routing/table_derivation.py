@@ -1,13 +1,18 @@
 """Deriving a static routing table from the gate's training decisions: per skill set, the words
-(or whole texts) that pick it out, as `IF WORDS ... THEN ACTIVATE: ...` rules and a DEFAULT."""
+that pick it out, as `IF WORDS ... THEN ACTIVATE: ...` rules and a DEFAULT.
+
+Every derived rule is general: at most two words, found in at least `min_support` (2) training
+tasks of one skill set and in no task routed otherwise. A task no such rule routes as the gate
+did gets the DEFAULT and is counted (`unmatched`), never pinned by its own text: a rule that
+copies one training task verbatim routes that task and nothing else (a `TEXT` rule, which
+`RoutingTable` still reads, is for a person to write by hand)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from moscopt.routing.table import STOPWORDS, RoutingTable, Rule, normalize_text, words
+from moscopt.routing.table import STOPWORDS, RoutingTable, Rule, words
 
 MAX_CANDIDATE_WORDS = 60  # per skill set, for pairs: bounds derivation to ~2k pair checks
 
@@ -28,13 +33,12 @@ class Derivation:
     table: RoutingTable
     decisions: int
     by_words: int
-    by_text: int
     by_default: int
-    unrepresentable: int  # same text, different decisions: only one can be kept
+    unmatched: int  # no general rule routes them as the gate did: DEFAULT applies
 
     @property
     def agreeing(self) -> int:
-        return self.by_words + self.by_text + self.by_default
+        return self.by_words + self.by_default
 
 
 def derive(
@@ -56,29 +60,13 @@ def derive(
         rule, covered = best
         rules.append(rule)
         remaining = [d for d in remaining if d.task_id not in covered]
-    by_words = len(examples) - by_default - len(remaining)
-    # Tasks no word rule routes: pin each by its text (majority decision if texts repeat).
-    by_text_groups: dict[str, Counter[tuple[str, ...]]] = {}
-    for d in remaining:
-        by_text_groups.setdefault(normalize_text(d.text), Counter())[d.skills] += 1
-    text_rules, unrepresentable = [], 0
-    for text in sorted(by_text_groups):
-        counts = by_text_groups[text]
-        skills, n = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        unrepresentable += sum(counts.values()) - n
-        text_rules.append(Rule("text", text, skills, n))
-    # A default-routed task whose text a TEXT rule now pins elsewhere is no longer routed as the
-    # gate did; count it (rare: only for identical texts).
-    pinned = {r.pattern for r in text_rules}
-    lost = sum(1 for d in examples if d.skills == default and normalize_text(d.text) in pinned)
-    table = RoutingTable(tuple(rules + text_rules), default, by_default - lost)
+    table = RoutingTable(tuple(rules), default, by_default)
     return Derivation(
         table,
         decisions=len(examples),
-        by_words=by_words,
-        by_text=len(remaining) - unrepresentable,
-        by_default=by_default - lost,
-        unrepresentable=unrepresentable + lost,
+        by_words=len(examples) - by_default - len(remaining),
+        by_default=by_default,
+        unmatched=len(remaining),
     )
 
 

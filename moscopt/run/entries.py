@@ -27,6 +27,10 @@ class EditEntry:
     t: str = ""
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     decision: Decision | None = None
+    diff: str = ""  # the targeted skill(s), incumbent -> candidate (`run.edit_detail`)
+    incumbent: str | None = None
+    candidate: str | None = None
+    samples: dict[str, list[list[float]]] = field(default_factory=dict)
 
     @classmethod
     def from_event(cls, e: EditEvent) -> EditEntry:
@@ -50,6 +54,10 @@ class EditEntry:
             t=e.t,
             outcomes=list(e.outcomes),
             decision=e.decision,
+            diff=e.diff,
+            incumbent=e.incumbent,
+            candidate=e.candidate,
+            samples=dict(e.samples),
         )
 
     def touches(self, name: str) -> bool:
@@ -62,8 +70,15 @@ class EditEntry:
             for op in self.patch or []
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, full: bool = False) -> dict[str, Any]:
+        """The entry as `log --json` shows it; `full`: with every operation in full and the
+        diff (`log --full`)."""
+        extra = (
+            {"operations": self.outcomes, "diff": self.diff, "samples": self.samples}
+            if full
+            else {}
+        )
+        return extra | {
             "kind": "edit",
             "step": self.step,
             "epoch": self.epoch,

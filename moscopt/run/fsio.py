@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from moscopt.core import jsonio
 from moscopt.errors import StorageError, UserError
 
 # OS errors that mean the disk refused a write (not a bug in moscopt).
@@ -314,7 +315,7 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = jsonio.loads(raw)
             except json.JSONDecodeError as e:
                 if not ended:  # torn write at the end: the process died mid-append
                     return

@@ -153,6 +153,14 @@ class History:
             names.update(e.eliminated)
         return sorted(names)
 
+    def entries_about(self, skill: str | None) -> list[Entry]:
+        """The entries that concern `skill` (a name or 'gate'; None: all); a `UserError` naming
+        the known skills for a name this run never had."""
+        if skill is not None and skill not in (known := self.known_names()):
+            message = f"unknown skill '{skill}' in this run (known: {', '.join(known)})"
+            raise UserError(message, field="skill")
+        return [e for e in self.entries if skill is None or e.touches(skill)]
+
     def lifespan(self, name: str) -> str:
         """When `name` was in the pool, in words (for messages about a skill not at a step)."""
         present = [v for v in self.versions if name in _names(v.pool)]
@@ -326,6 +334,16 @@ class SkillDiff:
     notes: list[str]
 
 
+def diff_json(
+    history: History, name: str, from_step: int | None, to_step: int | None
+) -> dict[str, object]:
+    """`skill_diff` as `moscopt diff --json` (and the MCP `diff` tool) give it."""
+    result = skill_diff(history, name, from_step, to_step)
+    notes = [*history.warnings, *result.notes]
+    return {"run": str(history.run.path), "skill": name, "from": from_step, "to": to_step,
+            "changed": bool(result.text), "diff": result.text, "notes": notes}  # fmt: skip
+
+
 def skill_diff(
     history: History, name: str, from_step: int | None, to_step: int | None
 ) -> SkillDiff:
@@ -335,7 +353,7 @@ def skill_diff(
     that exists on one side only is diffed against nothing, with a note saying when it existed;
     a skill on neither side, an unknown skill or a step outside 0..state.step is a `UserError`.
     """
-    import difflib
+    from moscopt.run.edit_detail import unified
 
     if from_step is not None:
         history.check_step(from_step, "from")
@@ -366,14 +384,7 @@ def skill_diff(
         notes.append(f"'{name}' is not in the pool {at_old} ({history.lifespan(name)})")
     if new is None:
         notes.append(f"'{name}' is not in the pool {at_new} ({history.lifespan(name)})")
-    text = "".join(
-        difflib.unified_diff(
-            (old or "").splitlines(keepends=True),
-            (new or "").splitlines(keepends=True),
-            fromfile=f"a/{name}/SKILL.md ({old_label})" if old is not None else "/dev/null",
-            tofile=f"b/{name}/SKILL.md ({new_label})" if new is not None else "/dev/null",
-        )
-    )
+    text = unified(name, old, new, old_label, new_label)
     if not text:
         notes.append(f"no change to '{name}' between {old_label} and {new_label}")
     return SkillDiff(text, notes)

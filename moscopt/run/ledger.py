@@ -98,6 +98,8 @@ class RolloutEvent(_Where):
     # on, and the steps the budget still allowed then (the agent calls saved, at most)
     halted_at: int | None = None
     steps_left: int = 0
+    # the grader's word on the reply (a task file's judge: which checks or criteria it missed)
+    detail: str = ""
 
 
 class LLMCall(BaseEvent):
@@ -155,10 +157,17 @@ class EditEvent(_Where):
     summary: str = ""
     reasoning: str = ""
     reason: str = ""  # why a proposal was unusable
+    # each proposed operation: op, status, reason and (in newer logs) anchor and content in
+    # full (`moscopt.run.edit_detail`)
     outcomes: list[dict[str, Any]] = Field(default_factory=list)
     patch: list[dict[str, Any]] | None = None
     checkpoint: str | None = None  # the pool an accepted edit produced
     decision: Decision | None = None
+    diff: str = ""  # unified diff of the targeted SKILL.md(s): the incumbent -> the candidate
+    incumbent: str | None = None  # digest[:12] of the pool decided against
+    candidate: str | None = None  # digest[:12] of the candidate pool
+    # the per-task rewards of each sample the decision used: {"incumbent": [[...], ...], ...}
+    samples: dict[str, list[list[float]]] = Field(default_factory=dict)
 
 
 class EvolutionEvent(_Where):

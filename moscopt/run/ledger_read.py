@@ -6,14 +6,15 @@ the last save is a `UserError`, never an empty or different history."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
+from moscopt.core import jsonio
 from moscopt.errors import UserError
-from moscopt.run.ledger import TYPE_PATTERN, Event, describe_error, parse_event
+from moscopt.run.ledger import TYPE_PATTERN, Event, LLMCall, describe_error, parse_event
 
 
 def read_events(
@@ -35,6 +36,38 @@ def read_events(
     events = _parse(data, path, None if kinds is None else frozenset(kinds))
     _agree(data, path, upto, sha256)
     return events
+
+
+def unsaved_work(path: Path, upto: int) -> dict[str, Any] | None:
+    """What the log holds after the run's last save (`upto` bytes): work in flight, or work a
+    process stopped (Ctrl-C, killed) before saving, which a resume redoes with its answers read
+    back from the response cache. None when there is none; else the calls made and answered
+    from the cache, and where the run was (`phase`, `step`, `epoch` of the last event naming
+    them). A line that does not read as an event (a torn tail) is skipped: this is a report, not
+    the history."""
+    if not path.is_file():
+        return None
+    with open(path, "rb") as f:
+        f.seek(upto)
+        data = f.read()
+    found: dict[str, Any] = {"calls": 0, "cache_hits": 0, "phase": None, "step": None}
+    found["epoch"] = None
+    events = 0
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            event = parse_event(raw)
+        except (ValueError, ValidationError):
+            continue
+        events += 1
+        if isinstance(event, LLMCall):
+            found["cache_hits" if event.cache_hit else "calls"] += 1
+        for key in ("phase", "step", "epoch"):
+            value = getattr(event, key, None)
+            if value not in (None, ""):
+                found[key] = value
+    return found if events else None
 
 
 def check_ledger(path: Path, upto: int, sha256: str | None) -> None:
@@ -102,7 +135,7 @@ LEDGER_MISMATCH = (
 
 def _is_torn(raw: bytes) -> bool:
     try:
-        json.loads(raw)
+        jsonio.loads(raw)
     except ValueError:
         return True
     return False

@@ -28,7 +28,6 @@ both first: a log lost, cut or rewritten since is one `UserError` (exit 2) befor
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -38,12 +37,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from moscopt.config import CONFIG_FILE, Config, load_config
+from moscopt.core import jsonio
 from moscopt.core.skills import Pool
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text, storage
 from moscopt.run.ledger import Event, EventLog
 from moscopt.run.ledger_read import check_ledger, read_events
+from moscopt.run.oslock import try_lock, unlock
 from moscopt.run.state import RunState, SchemaTooNew, migrate
 
 STATE_FILE = "state.json"
@@ -170,7 +171,7 @@ class RunDir:
     def load_state(self) -> RunState:
         text = read_text(self.state_path)
         try:
-            data = json.loads(text)
+            data = jsonio.loads(text)
         except json.JSONDecodeError as e:
             raise UserError(
                 f"not valid JSON: {e.msg}", path=self.state_path, line=e.lineno
@@ -275,7 +276,7 @@ class RunDir:
     def load_checkpoint(self, name: str) -> Pool:
         path = self.checkpoints_dir / name
         try:
-            return Pool.from_json(json.loads(read_text(path)))
+            return Pool.from_json(jsonio.loads(read_text(path)))
         except (json.JSONDecodeError, ValidationError) as e:
             raise UserError(f"checkpoint is corrupt: {e}", path=path) from None
 
@@ -295,9 +296,7 @@ class RunDir:
             self.make_private()
         with storage(self.path / LOCK_FILE):
             fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not try_lock(fd):
             os.close(fd)
             raise UserError(
                 "another moscopt process is using this run directory", path=self.path
@@ -308,7 +307,7 @@ class RunDir:
                 os.write(fd, f"{os.getpid()}\n".encode())
             yield self
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            unlock(fd)
             os.close(fd)
 
     def in_use(self) -> bool:
@@ -319,11 +318,11 @@ class RunDir:
         except OSError:
             return False
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
+            if not try_lock(fd, shared=True):
+                return True
+            unlock(fd)
         finally:
-            os.close(fd)  # closing the descriptor drops the probe's own lock
+            os.close(fd)
         return False
 
     def condition(self, state: RunState | None = None) -> str:
@@ -342,3 +341,25 @@ class RunDir:
 
 
 RESUMABLE = ("interrupted", "stopped")
+
+
+def new_run_path(runs: Path, name: str) -> Path:
+    """A new, empty, private run directory `runs/<name>-<YYYYMMDD-HHMMSS>`, claimed: `-2`, `-3`,
+    ... when a run of the same second has it. The claim is `mkdir` (atomic), so runs started in
+    parallel in one project (a shell loop over seeds) each get their own directory."""
+    base = f"{name}-{_stamp()}"
+    path, n = runs / base, 2
+    make_dirs(runs)
+    while True:
+        try:
+            with storage(path):
+                os.mkdir(path, PRIVATE_DIR)
+            return path
+        except FileExistsError:
+            path, n = runs / f"{base}-{n}", n + 1
+
+
+def _stamp() -> str:
+    from datetime import datetime
+
+    return datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -109,11 +109,19 @@ class OptimizerState(_Record):
 
 
 class Totals(_Record):
-    calls: int = 0
-    cache_hits: int = 0
+    calls: int = 0  # requests sent to a model (a cache hit is not one)
+    cache_hits: int = 0  # requests answered from the response cache, on top of `calls`
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+
+
+def calls_words(calls: int, cache_hits: int) -> str:
+    """`40 calls + 22 answered from the cache`: cache hits are not among the calls (a run's
+    ledger has one `llm_call` line for each of both), and the words cannot be read otherwise."""
+    if not cache_hits:
+        return f"{calls} calls"
+    return f"{calls} calls + {cache_hits} answered from the cache"
 
 
 class ScorePoint(_Record):
@@ -141,6 +149,9 @@ class Cursor(_Record):
     val_q: dict[str, float] = Field(default_factory=dict)
     val_activations: dict[str, int] = Field(default_factory=dict)
     best_val: float | None = None  # validation score of the current pool under that view
+    # looks the adopted pools have decided on: a decision's look s is look val_base + s, so an
+    # adopted pool is measured as incumbent on looks it did not win on (`Validator.adopt`)
+    val_base: int = 0
 
 
 class AddOnState(_Record):

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from moscopt.core import jsonio
 from moscopt.run.fsio import atomic_write_json, iter_jsonl
 
 
@@ -94,7 +95,7 @@ def unsaved(events: Path, saved_bytes: int) -> tuple[Spending, str]:
     total = Spending()
     for line in data.splitlines():
         try:
-            event = json.loads(line)
+            event = jsonio.loads(line)
         except json.JSONDecodeError:
             continue  # a torn last line: the process died mid-append
         if isinstance(event, dict):
@@ -111,7 +112,7 @@ class RewoundCalls:
     def _segments(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
-        data = json.loads(self.path.read_text(encoding="utf-8"))
+        data = jsonio.loads(self.path.read_text(encoding="utf-8"))
         return list(data.get("segments", []))
 
     def total(self) -> Spending:

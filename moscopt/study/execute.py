@@ -12,7 +12,6 @@ another went first.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from moscopt.config import Config, load_config
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_json
 from moscopt.study.accounting import RewoundCalls, Spending, run_spending
@@ -233,7 +233,7 @@ def _execute(ctx: _Context, conf: Configuration, seed: int, name: str) -> dict[s
         out = ctx.study.run_path(name)
         sidecar = ctx.study.train_record_path(name)
         if sidecar.exists():  # trained before a kill in its evaluation
-            training = json.loads(sidecar.read_text(encoding="utf-8"))
+            training = jsonio.loads(sidecar.read_text(encoding="utf-8"))
         else:
             training = run_gepa(
                 config=config, skills_dir=ctx.skills_dir, out=out, budget_calls=budget, seed=seed
@@ -257,7 +257,7 @@ def _train(
     config = ctx.config(conf, seed, cache=ctx.study.cache_path(name))
     sidecar = ctx.study.train_record_path(name)
     if sidecar.exists():
-        return run_path, config, json.loads(sidecar.read_text(encoding="utf-8"))
+        return run_path, config, jsonio.loads(sidecar.read_text(encoding="utf-8"))
     rewound = RewoundCalls(ctx.study.rewound_path(name))
     stopped = _train_to_end(ctx, config, run_path, rewound)
     run = RunDir.open(run_path)

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from moscopt.core import jsonio
 from moscopt.core.skills import GATE_NAME
 from moscopt.errors import UserError
 from moscopt.run.fsio import append_line, canonical_json, make_dirs
@@ -250,7 +251,7 @@ class ValsetTracker:
         if path.exists():
             for line in path.read_text(encoding="utf-8").splitlines():
                 try:
-                    row = json.loads(line)
+                    row = jsonio.loads(line)
                 except json.JSONDecodeError:
                     continue  # a torn last line
                 self.seen.append((float(row["score"]), dict(row["candidate"])))

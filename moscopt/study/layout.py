@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from moscopt.core import jsonio
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text
 
@@ -146,15 +147,21 @@ class StudyDir:
 
     def _config_changes(self, config_yaml: str) -> list[str]:
         """The dotted keys in which `config_yaml` differs from the study's moscopt.yaml."""
+        import yaml
+
         from moscopt.core import yamlio
 
         stored = self.path / "moscopt.yaml"
-        old = yamlio.load(read_text(stored)) if stored.exists() else {}
+        try:
+            old = yamlio.load(read_text(stored)) if stored.exists() else {}
+        except yaml.YAMLError as e:
+            problem = getattr(e, "problem", None) or "not valid YAML"
+            raise UserError(f"not a study's config ({problem})", path=stored) from None
         return _changed_keys(old or {}, yamlio.load(config_yaml) or {})
 
     def load_manifest(self) -> Manifest:
         try:
-            return Manifest.from_json(json.loads(read_text(self.manifest_path)))
+            return Manifest.from_json(jsonio.loads(read_text(self.manifest_path)))
         except (KeyError, TypeError, ValueError) as e:
             raise UserError(f"not a study manifest ({e})", path=self.manifest_path) from None
 
@@ -164,7 +171,7 @@ class StudyDir:
         path = self.record_path(name)
         if not path.exists():
             return None
-        data = json.loads(read_text(path))
+        data = jsonio.loads(read_text(path))
         return data if isinstance(data, dict) else None
 
     def write_record(self, name: str, record: dict[str, Any]) -> None:

@@ -21,7 +21,6 @@ cannot estimate training noise.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping
@@ -30,6 +29,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Literal
 
+from moscopt.core import jsonio
 from moscopt.core.stats import mean_ci
 
 EXACT_UNITS = 1000
@@ -43,7 +43,7 @@ def load_rows(path: Path) -> Rows:
     with path.open(encoding="utf-8") as f:
         for line in f:
             if line.strip():
-                row = json.loads(line)
+                row = jsonio.loads(line)
                 rows[(str(row["task_id"]), int(row.get("sample", 0)))] = float(row["reward"])
     return rows
 

@@ -123,11 +123,16 @@ _OPENINGS = (
 )
 
 
+def purpose_of(request: LMRequest) -> str:
+    """The purpose of a request whose caller cannot tell it (the loopback server's body), from
+    its prompt's opening words ("agent" when none matches)."""
+    last = request.messages[-1]["content"]
+    return next((p for opening, p in _OPENINGS if opening in last), "agent")
+
+
 def respond(request: LMRequest) -> str:
     """`ROUTES` for a caller that cannot tell the purpose (the loopback server's body)."""
-    last = request.messages[-1]["content"]
-    purpose = next((p for opening, p in _OPENINGS if opening in last), "agent")
-    return ROUTES[purpose](request)
+    return ROUTES[purpose_of(request)](request)
 
 
 def scripted_lm() -> FakeLM:

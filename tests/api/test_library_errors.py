@@ -103,14 +103,9 @@ def test_two_trainings_in_the_same_second_get_two_run_folders(
 ) -> None:
     """The default run folder is new even when the clock has not moved (an example or a
     script run again at once used to stop with `already holds a run`)."""
-    import datetime as dt
+    from moscopt.run import rundir
 
-    class Frozen(dt.datetime):
-        @classmethod
-        def now(cls, tz: Any = None) -> Frozen:
-            return cls(2026, 12, 4, 12, 0, 0)
-
-    monkeypatch.setattr(moscopt.api, "datetime", Frozen)
+    monkeypatch.setattr(rundir, "_stamp", lambda: "20261204-120000")
     config = {**CONFIG, "runs_dir": str(tmp_path / "runs"), "training.max_steps_per_epoch": 1}
     runs = [
         moscopt.train(ROWS, grader=grade, skills=pool(seed_dir), config=config, lm=world())

@@ -42,7 +42,7 @@ def expected_route(text: str) -> tuple[str, ...]:
 class Responder:
     """The scripted environment plus a topic-aware gate and a distiller."""
 
-    distill: str = "good"  # good | bad | bad-once
+    distill: str = "good"  # good | bad | bad-once | repeat
     distill_calls: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -61,6 +61,9 @@ class Responder:
                 )
             if bad:
                 return '{"name": "x", "description": "only a fragment"'
+            if self.distill == "repeat":  # what a small model writes when it has nothing to say
+                body = "\n".join(["Always check the answer."] * 8)
+                return json.dumps({"name": "x", "description": "d" * 10, "body": body})
             rules = "\n".join(
                 f"{i}. {line}"
                 for i, line in enumerate(["Read the task.", "Compute.", MAGIC, "Answer."], 1)

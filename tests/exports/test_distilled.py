@@ -25,6 +25,11 @@ def test_distilled_skill_is_valid_and_scored_next_to_the_mixture(trained: Traine
     assert result.exit_code == 0, result.output
     assert "distilled skill 'merged-arithmetic-skill' merging" in result.output
     assert "validation 1.000 vs mixture 1.000 (4 tasks)" in result.output
+    # four validation tasks: the comparison is flagged, with how few and how wide
+    assert "warning: the validation rests on 4 tasks, too few to mean anything" in result.output
+    assert "uncertain by up to ±0.49 (95%)" in result.output
+    # the eval it suggests is bounded: the run's tasks per split (20 without --limit)
+    assert "--split test --limit 20 --data " in result.output
     out = trained.root / run / "exports/distilled"
     path = out / "skills/merged-arithmetic-skill/SKILL.md"
     skill = Skill.load(path)  # a valid SKILL.md: front matter, name == folder
@@ -74,6 +79,26 @@ def test_two_unusable_answers_fail_cleanly(trained: Trained) -> None:
     assert "gave no usable skill in 2 attempts" in result.output
     assert "Traceback" not in result.output
     assert not (trained.root / trained.run / "exports/distilled").exists()
+
+
+def test_a_repetitive_skill_is_refused(trained: Trained) -> None:
+    trained.responder.distill = "repeat"
+    result = trained.invoke("export", "--mode", "distilled", "--run", str(trained.run))
+    assert result.exit_code == 1, result.output
+    assert "the body repeats one sentence 8 times ('always check the answer')" in result.output
+    assert not (trained.root / trained.run / "exports/distilled").exists()
+
+
+def test_repetition_is_told_from_a_skill() -> None:
+    from moscopt.core.drafts import repetition
+
+    assert repetition("# Steps\n\n1. Read the task.\n2. Compute.\n3. Check it.\n") is None
+    assert repetition("Check it. Check it. Check it.") == (
+        "the body repeats one sentence 3 times ('check it')"
+    )
+    spread = "\n".join(["Add the numbers.", "Carry the one.", "Add the numbers."] * 2)
+    assert repetition(spread) == "the body repeats one sentence 4 times ('add the numbers')"
+    assert repetition("A b. C d. A b. C d. E f.") is None  # twice each: a summary, allowed
 
 
 def test_parse_distilled_is_strict() -> None:

@@ -26,27 +26,37 @@ def decisions() -> list[Decision]:
     return out
 
 
-def test_derive_reproduces_every_decision_and_is_order_independent() -> None:
+def test_derive_learns_general_rules_and_is_order_independent() -> None:
     found = derive(decisions(), B)
     shuffled = decisions()
     random.Random(3).shuffle(shuffled)
     assert derive(shuffled, B) == found
     table = found.table
     for d in decisions():
-        assert table.match(d.text).skills == d.skills, d
-    assert found.agreeing == found.decisions == 12 and found.unrepresentable == 0
-    assert (found.by_words, found.by_text, found.by_default) == (6, 1, 5)
+        if d.task_id != "odd":
+            assert table.match(d.text).skills == d.skills, d
+    assert found.decisions == 12 and found.agreeing == 11
+    assert (found.by_words, found.by_default, found.unmatched) == (6, 5, 1)
     rendered = [r.render() for r in table.rules]
     assert rendered == [
         "IF WORDS triangle THEN ACTIVATE: a, b",
         "IF WORDS digits, sum THEN ACTIVATE: b, c",
-        'IF TEXT "Something unlike the rest." THEN ACTIVATE: b, c',
     ]
     # generalization: unseen tasks with the learned words
     assert table.match("What is the SUM of all digits of 77?").skills == C
     assert table.match("A right triangle has legs 3 and 4.").skills == A
     assert table.match("Unrelated.").skills == B
-    assert table.match("  Something   unlike\nthe rest. ").index == 3
+
+
+def test_no_rule_copies_a_training_task() -> None:
+    """A task that no general rule routes as the gate did gets DEFAULT: before, it was pinned
+    by an `IF TEXT` rule holding its whole text, a rule that routes that one task only."""
+    found = derive(decisions(), B)
+    assert all(r.kind == "words" for r in found.table.rules)
+    assert all(r.support >= 2 for r in found.table.rules)
+    texts = {" ".join(d.text.lower().split()) for d in decisions()}
+    assert not any(" ".join(r.pattern).lower() in texts for r in found.table.rules)
+    assert found.table.match("Something unlike the rest.").skills == B  # DEFAULT
 
 
 def test_file_round_trip_and_router() -> None:
@@ -68,8 +78,8 @@ def test_identical_texts_with_different_decisions_are_counted() -> None:
         ],
         B,
     )
-    assert found.agreeing == 3 and found.unrepresentable == 1
-    assert found.table.match("Same text.").skills == A
+    assert found.agreeing == 1 and found.unmatched == 3  # 'same' and 'text' are in both sets
+    assert found.table.rules == ()
 
 
 def test_no_decisions_gives_only_default() -> None:

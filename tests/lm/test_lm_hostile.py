@@ -17,11 +17,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from moscopt.config import LLMConfig, SamplingConfig
+from moscopt.core.jsonio import loads
 from moscopt.lm import LiteLLMClient, ResponseCache
 from moscopt.lm.cache import DB_FILE
 from moscopt.lm.errors import BudgetExceeded, LMRequestError, LMUnavailableError
 from moscopt.lm.structured import OutputInvalid, parse_structured
-from moscopt.lm.wire import loads, strip_controls
+from moscopt.lm.wire import strip_controls
 from moscopt.testing.hostile_server import HostileServer, completion, endless_chunks, response
 
 KEY = "sk-HOSTILE-7c1d2e3f4a5b6c7d"
@@ -90,7 +91,7 @@ def test_an_envelope_nested_100000_deep_is_a_handled_bad_answer(
 def test_a_structured_answer_nested_100000_deep_is_output_invalid() -> None:
     with pytest.raises(OutputInvalid):
         parse_structured("[" * 100_000 + "]" * 100_000, {"type": "array"})
-    with pytest.raises(ValueError, match="nested too deeply"):
+    with pytest.raises(ValueError, match="nested deeper than 100 levels"):
         loads("[" * 100_000 + "]" * 100_000)
 
 

@@ -110,13 +110,30 @@ def test_generation_replaces_eliminated_and_restores_diversity(seed_dir: Path) -
         names_used=["a", "b", "c", "old"],
     )
     overrides = {"pool.n": 3, "evolution.diversity_threshold": 0.85, "evolution.fresh_skills": 1}
-    config = settings(**overrides)
-    lm = FakeLM([child("kid", SAME), child("mutant"), child("fresh-one")])
+    config = settings(**overrides, **{"evolution.eliminate": 3})
+    lm = FakeLM([child("kid", SAME), child("kid2", SAME), child("mutant"), child("fresh-one")])
     new, notes = evolve(lm, pool, state, config, seed_dir)
-    assert kinds(notes) == ["eliminate", "mutate", "diversity", "forced_mutation", "fresh"]
-    assert notes[0]["skill"] == "b" and notes[2]["similarity"] > 0.85
-    assert sorted(new.names) == ["fresh-one", "kid", "mutant"]
-    assert lm.purposes == ["evolve-mutate", "evolve-mutate", "evolve-fresh"]
+    assert kinds(notes) == [
+        "eliminate", "eliminate", "mutate", "mutate", "diversity", "forced_mutation", "fresh"
+    ]  # fmt: skip
+    assert notes[0]["skill"] == "b" and notes[4]["similarity"] > 0.85
+    assert notes[5]["replaced"] == "a" and notes[6]["error"].startswith("skipped")  # M = 3 spent
+    assert sorted(new.names) == ["kid", "kid2", "mutant"]
+    assert lm.purposes == ["evolve-mutate"] * 3
+
+
+def test_a_cycle_replaces_at_most_m_skills_diversity_included(seed_dir: Path) -> None:
+    """M = 1 and an offspring born: the diversity step has no place left (it replaced up to
+    1 + fresh_skills more: 3 of 3 skills here)."""
+    pool = make_pool({"a": SAME, "b": SAME, "c": SAME + "x\n"})
+    q = {"a": 0.9, "b": 0.1, "c": 0.5}
+    state = RunState(q=q, activations=dict.fromkeys(q, 9), names_used=["a", "b", "c"])
+    overrides = {"pool.n": 3, "evolution.diversity_threshold": 0.85, "evolution.fresh_skills": 1}
+    lm = FakeLM([child("kid", SAME), child("mutant"), child("fresh-one")])
+    new, notes = evolve(lm, pool, state, settings(**overrides), seed_dir)
+    assert kinds(notes) == ["eliminate", "mutate", "diversity", "forced_mutation"]
+    assert notes[3]["skill"] is None and "already replaced M = 1" in notes[3]["error"]
+    assert sorted(new.names) == ["a", "c", "kid"] and lm.purposes == ["evolve-mutate"]
 
 
 def test_fresh_skills_and_forced_mutation_never_replace_newborns_or_protected(
@@ -126,9 +143,10 @@ def test_fresh_skills_and_forced_mutation_never_replace_newborns_or_protected(
     bodies = {"a": SAME, "b": distinct("b"), "c": SAME + "c\n", "d": distinct("d")}
     pool = make_pool({**bodies, "e": SAME + "e\n", "f": distinct("f")})
     q = {"a": 0.9, "b": 0.1, "c": 0.5, "d": 0.2, "e": 0.3, "f": 0.35}
-    state = RunState(q=q, activations=dict.fromkeys(q, 9), synergy={"a|c": 5})
-    config = settings(
-        **{"pool.n": 6, "evolution.diversity_threshold": 0.0, "evolution.eliminate": 2}
+    activations = {**dict.fromkeys(q, 9), "e": 0, "f": 0}  # b and d only may be eliminated
+    state = RunState(q=q, activations=activations, synergy={"a|c": 5})
+    config = settings(  # M = 3: two offspring, then one place for the diversity step
+        **{"pool.n": 6, "evolution.diversity_threshold": 0.0, "evolution.eliminate": 3}
     )
 
     def answer(purpose: str, sample: int) -> str:
@@ -140,8 +158,8 @@ def test_fresh_skills_and_forced_mutation_never_replace_newborns_or_protected(
     by_kind = {n["kind"]: n for n in notes}
     assert by_kind["crossover"]["skill"] == "crossover"  # the child looks like a, c and e
     assert by_kind["forced_mutation"]["replaced"] == "e"
-    assert [n["replaced"] for n in notes if n["kind"] == "fresh"] == ["f"]  # one eligible left
-    assert len(new) == 6 and {"a", "c", "crossover", "mutate"} <= set(new.names)
+    assert by_kind["fresh"]["error"].startswith("skipped: this cycle already replaced M = 3")
+    assert len(new) == 6 and {"a", "c", "crossover", "mutate", "f"} <= set(new.names)
 
 
 def test_fresh_injection_is_skipped_when_no_skill_is_eligible(seed_dir: Path) -> None:
@@ -149,7 +167,9 @@ def test_fresh_injection_is_skipped_when_no_skill_is_eligible(seed_dir: Path) ->
     state = RunState(
         q={"a": 0.9, "b": 0.1, "c": 0.5}, activations=dict.fromkeys("abc", 9), synergy={"a|c": 5}
     )
-    config = settings(**{"pool.n": 3, "evolution.diversity_threshold": 0.0})
+    config = settings(
+        **{"pool.n": 3, "evolution.diversity_threshold": 0.0, "evolution.eliminate": 3}
+    )
     new, notes = evolve(ByPurpose(named_by_purpose), pool, state, config, seed_dir)
     assert new.names == ["a", "c", "mutate"]  # the newborn survives
     skipped = [n for n in notes if n["kind"] in ("forced_mutation", "fresh")]

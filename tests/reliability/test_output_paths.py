@@ -125,3 +125,21 @@ def test_a_failed_report_leaves_no_stray_image(
     result = runner.invoke(app, ["report", "--run", str(run), "-o", str(out)])
     assert result.exit_code != 0
     assert snapshot(out) == before  # no image of the failed report is left
+
+
+def test_two_reports_of_one_run_in_one_folder_have_their_own_images(
+    trained: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Issue 38: side images are named after the page (`A-q-over-time.png`), not the run, so
+    `report -o A.md` then `report -o B.md` in one folder is not refused."""
+    run, _ = trained
+    out = tmp_path / "out"
+    for name in ("A", "B"):
+        result = runner.invoke(app, ["report", "--run", str(run), "-o", str(out / f"{name}.md")])
+        assert result.exit_code == 0, result.output
+    images = sorted(p.name for p in out.glob("*.png"))
+    assert len(images) >= 4 and all(n.startswith(("A-", "B-")) for n in images), images
+    for name in ("A", "B"):
+        page = (out / f"{name}.md").read_text()
+        linked = [n for n in images if f"]({n})" in page]
+        assert linked and all(n.startswith(f"{name}-") for n in linked), (name, linked)

@@ -45,8 +45,29 @@ def test_q_over_time_replays_the_ema_per_minibatch() -> None:
         rollout("b", ["x"], 0.0, batch=0),
         rollout("c", ["x"], 1.0, batch=1),
     ]
-    curves = q_over_time(rollouts, beta=0.5)
-    assert curves["x"] == [(0, 0.5), (1, 0.75)] and curves["y"] == [(0, 1.0)]
+    curves = q_over_time(rollouts, beta=0.5)  # from the prior 0.5, as the trainer does
+    assert curves["x"] == [(0, 0.5), (1, 0.75)] and curves["y"] == [(0, 0.75)]
+    assert q_over_time(rollouts, beta=0.5, prior=0.0)["y"] == [(0, 0.5)]
+
+
+def test_the_q_curve_ends_at_the_q_status_shows(scripted_run: RunDir, tmp_path: Path) -> None:
+    """One source: the report's "Q-scores over time" ends where "Final pool" and `status` are
+    (it had replayed from a skill's first mean, not from the prior: 0.333 against 0.450)."""
+    out = tmp_path / "r.md"
+    assert (
+        runner.invoke(app, ["report", "--run", str(scripted_run.path), "-o", str(out)]).exit_code
+        == 0
+    )
+    md = out.read_text()
+    section = md[md.index("## Q-scores over time") : md.index("## Activations by task niche")]
+    final = md[md.index("## Final pool") :]
+    state = scripted_run.load_state()
+    for name, q in state.q.items():
+        assert (
+            f"| {name} | " in section
+            and f" | {q:.3f} | " in section.split(f"| {name} | ")[1].split("\n")[0]
+        )
+        assert f"| {name} | {q:.3f} |" in final
 
 
 def test_activations_by_niche_count_every_selection() -> None:

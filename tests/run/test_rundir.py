@@ -134,3 +134,23 @@ def test_second_process_is_refused_by_the_lock(run: RunDir) -> None:
         assert "refused: " in out and "another moscopt process" in out
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout
     assert "got lock" in out
+
+
+def test_in_use_sees_a_holder_and_not_a_released_lock(run: RunDir) -> None:
+    assert not run.in_use()
+    with run.locked():
+        assert run.in_use()
+    assert not run.in_use()
+
+
+def test_the_run_modules_import_where_there_is_no_fcntl() -> None:
+    """As on Windows: `moscopt.run` imports without fcntl (the lock's module is imported where
+    the lock is taken)."""
+    code = (
+        "import sys\n"
+        "sys.modules['fcntl'] = None\n"
+        "import moscopt.run.rundir, moscopt.run\n"
+        "assert 'fcntl' not in sys.modules or sys.modules['fcntl'] is None\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

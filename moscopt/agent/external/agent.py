@@ -29,6 +29,7 @@ from moscopt.agent.external.process import ProcessResult, run_process
 from moscopt.agent.external.workspace import materialise, workdir
 from moscopt.agent.harness import Rollout
 from moscopt.agent.skill_agent import SkillAgent
+from moscopt.core import jsonio
 from moscopt.lm.redact import redact
 from moscopt.lm.wire import model_text
 from moscopt.run.fsio import canonical_json
@@ -86,7 +87,7 @@ class ExternalAgent(SkillAgent):
             skills = list(self.pool)  # the ablation: every skill in the agent's folder
         result = await self.solve(task, skills, sample=sample)
         answer = _answer_text(result)
-        grade = await asyncio.to_thread(self.benchmark.grade, task, answer)
+        grade = await self.benchmark.agrade(task, answer)
         error = result.get("error") or grade.error
         messages: list[Message] = [
             {"role": "user", "content": task.prompt},
@@ -119,7 +120,7 @@ class ExternalAgent(SkillAgent):
             hit = cache.get(key)
             if hit is not None:
                 try:
-                    cached: dict[str, Any] = json.loads(hit.text)
+                    cached: dict[str, Any] = jsonio.loads(hit.text)
                     return cached
                 except ValueError:
                     pass  # unreadable entry: run again and overwrite it
@@ -143,7 +144,7 @@ class ExternalAgent(SkillAgent):
             "v": CACHE_FORMAT,
             "kind": "external-agent",
             "command": self._command_identity(),
-            "skills": [s.dumps() for s in skills],
+            "skills": [_skill_identity(s) for s in skills],
             "task": task.prompt,
             "sample": sample,
         }
@@ -249,3 +250,11 @@ def trajectory(result: dict[str, Any]) -> str:
     if result.get("error"):
         parts.append(f"[agent process] {result['error']}")
     return "\n\n".join(parts)
+
+
+def _skill_identity(skill: Skill) -> object:
+    """What of a skill the agent sees: its SKILL.md, and its folder's files by digest (a skill
+    without files keys as it always has)."""
+    if not skill.files:
+        return skill.dumps()
+    return [skill.dumps(), [[f.path, f.mode, f.sha256()] for f in skill.files]]

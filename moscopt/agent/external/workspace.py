@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from moscopt.core.skills import SKILL_FILE, Skill
+from moscopt.core.skills import Skill
 
 DEFAULT_SKILLS_PATHS: tuple[str, ...] = (".claude/skills", ".agents/skills")
 PREFIX = "moscopt-agent-"
@@ -31,14 +31,14 @@ def workdir() -> Iterator[Path]:
 
 
 def materialise(root: Path, skills: Sequence[Skill], paths: Sequence[str]) -> list[Path]:
-    """Write each skill's SKILL.md under every folder of `paths` in `root`; the skills folders
-    (absolute), in the order of `paths`. Every folder exists afterwards, even with no skills."""
+    """Write each skill's folder (SKILL.md and its other files) under every folder of `paths`
+    in `root`; the skills folders (absolute), in the order of `paths`. Every folder exists
+    afterwards, even with no skills."""
     folders = []
     for rel in paths:
         folder = root / rel
         folder.mkdir(parents=True, exist_ok=True)
-        for skill in skills:
-            (folder / skill.name).mkdir(exist_ok=True)
-            (folder / skill.name / SKILL_FILE).write_text(skill.dumps(), encoding="utf-8")
+        for skill in skills:  # the whole folder: its scripts, references and assets too
+            skill.dump(folder / skill.name)
         folders.append(folder)
     return folders

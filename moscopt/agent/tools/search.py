@@ -16,7 +16,6 @@ the toolbox bounds the whole observation. A search never raises: failures are th
 
 from __future__ import annotations
 
-import json
 import os
 import urllib.parse
 import urllib.request
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from moscopt.core import jsonio
 
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
 BRAVE_KEY_ENV = "BRAVE_API_KEY"
@@ -88,7 +89,7 @@ def load_corpus(path: str | Path) -> list[Document]:
             if not line.strip():
                 continue
             try:
-                docs.extend(documents_of(json.loads(line)))
+                docs.extend(documents_of(jsonio.loads(line)))
             except ValueError:
                 continue
     return docs
@@ -149,7 +150,7 @@ class BraveSearch:
         url = f"{self.url}?{urllib.parse.urlencode({'q': query, 'count': min(k, 20)})}"
         headers = {"Accept": "application/json", "X-Subscription-Token": key}
         try:
-            data = json.loads(self.fetch(url, headers))
+            data = jsonio.loads(self.fetch(url, headers))
         except Exception as e:  # network, HTTP or JSON failure: an observation, key scrubbed
             raise RuntimeError(f"web search failed: {str(e).replace(key, '***')}") from None
         results = ((data or {}).get("web") or {}).get("results") or []

@@ -15,11 +15,12 @@ same sandbox, `moscopt.agent.tools.shell`; only when listed) and `search`
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from moscopt.core import jsonio
 
 Runner = Callable[[str], str]
 
@@ -173,7 +174,7 @@ def _native_invocation(name: str, arguments: Any, call_id: Any) -> Invocation:
         data: Any = arguments
     else:
         try:
-            data = json.loads(arguments or "{}")
+            data = jsonio.loads(arguments or "{}")
         except ValueError:
             return Invocation(name, str(arguments), cid, "the call's arguments are not JSON")
     if not isinstance(data, Mapping) or not isinstance(data.get(arg), str):

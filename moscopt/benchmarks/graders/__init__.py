@@ -9,10 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from moscopt.benchmarks.graders.answer import answer_grader
 from moscopt.benchmarks.spec import BenchmarkSpec
 from moscopt.benchmarks.tasks import GradeFn
 
-__all__ = ["INLINE_GRADERS", "AgreeFn", "GradeFn", "make_agreement", "make_grader"]
+__all__ = [
+    "INLINE_GRADERS",
+    "AgreeFn",
+    "GradeFn",
+    "answer_grader",
+    "make_agreement",
+    "make_grader",
+]
 
 # Graders that take microseconds (string and number matching): the agent calls them on the
 # event loop, where a hop to a worker thread would cost more than the grading. The others
@@ -26,23 +34,12 @@ def make_grader(spec: BenchmarkSpec, *, allow_unsandboxed: bool = False) -> Grad
     `allow_unsandboxed` (config key `agent.allow_unsandboxed`) lets the code grader run tests
     where nothing isolates reads (`moscopt.agent.tools.sandbox.isolation_available`)."""
     kind = spec.grader
-    if kind == "math":
-        from moscopt.benchmarks.graders.math import grade_math, require_math_verify
+    if kind in ("math", "numeric", "exact", "choice"):
+        return answer_grader(kind, spec.choice_letters)
+    if kind == "judge":
+        from moscopt.benchmarks.graders.judge import grade_judge
 
-        require_math_verify()
-        return grade_math
-    if kind == "numeric":
-        from moscopt.benchmarks.graders.exact import grade_numeric
-
-        return grade_numeric
-    if kind == "exact":
-        from moscopt.benchmarks.graders.exact import grade_exact
-
-        return grade_exact
-    if kind == "choice":
-        from moscopt.benchmarks.graders.choice import make_choice_grader
-
-        return make_choice_grader(spec.choice_letters)
+        return grade_judge
     if kind == "code":
         from moscopt.benchmarks.graders.code import make_code_grader
 
@@ -65,7 +62,7 @@ def make_agreement(spec: BenchmarkSpec) -> AgreeFn | None:
     value, math by equivalence, letters, normalized text); None where the grader compares no
     answer text (code tests, IFEval instructions)."""
     kind = spec.grader
-    if kind in ("code", "ifeval"):
+    if kind in ("code", "ifeval", "judge"):
         return None
     if kind == "math":
         from moscopt.benchmarks.graders.math import math_equal

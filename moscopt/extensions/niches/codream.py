@@ -15,11 +15,11 @@ fatal LM errors propagate (the run stops). Pure: nothing here touches the run st
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from moscopt.core import jsonio
 from moscopt.core.prompting import render
 from moscopt.lm.base import LM
 from moscopt.lm.errors import LMOutputError, LMRequestError
@@ -85,7 +85,7 @@ class Dream:
 def parse_insights(data: Any, max_insights: int) -> list[Distilled]:
     """The distillation's insights, strictly; raises ValueError for anything else."""
     if isinstance(data, str):
-        data = json.loads(data)
+        data = jsonio.loads(data)
     if not isinstance(data, dict) or not isinstance(data.get("insights"), list):
         raise ValueError('expected {"insights": [...]}')
     out: list[Distilled] = []

@@ -80,7 +80,7 @@ async def apply_op(ctx: Context, validator: Validator, op: Op) -> bool:
             for name in removed:
                 ns.pending.pop(name, None)
                 ns.below.pop(name, None)
-        checkpoint = ctx.adopt(pool, verdict.candidate_score)
+        checkpoint = await validator.adopt(pool, verdict)
     ctx.record(
         LifecycleEvent(
             **ctx.where(),

@@ -16,7 +16,7 @@ from moscopt.agent.build import agent_for
 from moscopt.agent.harness import Rollout
 from moscopt.agent.skill_agent import SkillAgent
 from moscopt.config import Config
-from moscopt.core.credit import forget
+from moscopt.core.credit import forget, q_of
 from moscopt.core.skills import Pool
 from moscopt.lm.base import LM
 from moscopt.optimizer.policies.error_rate import watch_error_rate
@@ -72,6 +72,8 @@ class Context:
         self.activity = ""  # what runs now, in words (the live display's "now" line)
         self.planned_calls: int | None = None  # the plan's calls for this process (its ETA)
         self._measuring: asyncio.Future[None] | None = None  # the phase's starting score
+        self._val_view: str | None = None  # the frozen answering state (`freeze_validation`)
+        self._val_options: dict[str, Any] = {}
         # the edit decisions as logged (`run.outcomes`), counted for the progress callback
         self.outcomes = (
             outcome_counts(e for e in run.read_events(self.state, {"edit"}) if _is_edit(e))
@@ -184,6 +186,39 @@ class Context:
             **self.agent_options(),
         )
 
+    def freeze_validation(self) -> None:
+        """Freeze what else changes answers (the extensions' learned state: execution memory,
+        routers) for validation, as it is now: every decision of the phase compares incumbent
+        and candidate answering with it (`val_agent`)."""
+        import copy
+        import hashlib
+        import json
+
+        self._val_options = copy.deepcopy(self.agent_options())
+        learned = {e.name: e.saved_state() for e in self.extensions if e.name}
+        text = json.dumps(learned, sort_keys=True, default=str)
+        self._val_view = hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def validation_view(self) -> str:
+        """The digest of the answering state validation uses (frozen on first use)."""
+        if self._val_view is None:
+            self.freeze_validation()
+        assert self._val_view is not None
+        return self._val_view
+
+    def val_agent(self, pool: Pool) -> SkillAgent:
+        """An agent for `pool` as validation sees it: the phase's frozen statistics and
+        answering state."""
+        self.validation_view()
+        return agent_for(
+            self.agent_lm,
+            self.benchmark,
+            pool,
+            self.router(pool, self.val_stats()),
+            self.config,
+            **self._val_options,
+        )
+
     def live_stats(self) -> GateStats:
         return self._stats(self.state.q, self.state.activations)
 
@@ -241,7 +276,10 @@ class Context:
         optimizer state; newborns start from the survivors' mean Q, with no activations."""
         s = self.state
         survivors = [n for n in old.names if n in new.names]
-        prior = sum(s.q.get(n, 0.0) for n in survivors) / max(1, len(survivors))
+        q_prior = self.config.credit.q_prior
+        prior = (
+            sum(q_of(s.q, n, q_prior) for n in survivors) / len(survivors) if survivors else q_prior
+        )
         for name in set(old.names) - set(new.names):
             forget(s, name)
             s.optimizers.pop(name, None)

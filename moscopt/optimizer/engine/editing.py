@@ -22,8 +22,11 @@ from moscopt.core.evidence import hard_soft, routing_cases, scores_text, traject
 from moscopt.core.skills import GATE_NAME, Pool
 from moscopt.optimizer.editadam import Candidate, EditAdam
 from moscopt.optimizer.engine.validation import Validator, decision
+from moscopt.optimizer.policies.acceptance import Acceptance, Rewards, Verdict
 from moscopt.optimizer.policies.edit_budget import EditBudget
 from moscopt.routing.gate import constrained_gate, summary_table
+from moscopt.run.edit_detail import op_record, proposal_diff
+from moscopt.run.history import skill_text
 from moscopt.run.ledger import EditEvent, RolloutEvent
 from moscopt.run.state import OptimizerState
 
@@ -148,6 +151,7 @@ class Editor:
                     target=p.name,
                     status="not_applied",
                     summary=summary,
+                    reasoning=p.candidate.proposal.reasoning,
                     outcomes=outcomes,
                 )
             )
@@ -200,7 +204,13 @@ class Editor:
         summary = " | ".join(
             f"{p.name}: {p.candidate.proposal.summary(limit)}" for p in changed if p.candidate
         )[:limit]
-        await self.settle(changed, new_pool, summary=summary, reasoning="", outcomes=[])
+        outcomes = [o for p in changed if p.candidate for o in _outcomes(p.candidate, p.name)]
+        reasoning = "\n\n".join(
+            f"{p.name}: {p.candidate.proposal.reasoning}" for p in changed if p.candidate
+        )
+        await self.settle(
+            changed, new_pool, summary=summary, reasoning=reasoning, outcomes=outcomes
+        )
 
     async def settle(
         self,
@@ -212,12 +222,26 @@ class Editor:
         outcomes: list[dict[str, Any]],
     ) -> None:
         ctx = self.ctx
-        verdict = await self.validator.decide(ctx.pool, new_pool)
+        incumbent = ctx.pool
+        diff = proposal_diff(
+            (
+                (p.name, skill_text(incumbent, p.name), p.candidate.skill.dumps())
+                for p in proposed
+                if p.candidate
+            ),
+            ctx.state.step,
+        )
+        kept = _KeptSamples(self.validator.policy)
+        self.validator.policy = kept
+        try:
+            verdict = await self.validator.decide(incumbent, new_pool)
+        finally:
+            self.validator.policy = kept.policy
         before, after = verdict.incumbent_score, verdict.candidate_score
         patch, checkpoint = None, None
         if verdict.accepted:
-            patch = jsonpatch.make_patch(ctx.pool.to_json(), new_pool.to_json()).patch
-            checkpoint = ctx.adopt(new_pool, after)
+            patch = jsonpatch.make_patch(incumbent.to_json(), new_pool.to_json()).patch
+            checkpoint = await self.validator.adopt(new_pool, verdict)
         for p in proposed:
             opt = self.opt(p.name)
             part = (
@@ -247,18 +271,56 @@ class Editor:
                 before=before,
                 after=after,
                 summary=summary,
-                reasoning=reasoning[:1000],
+                reasoning=reasoning,  # bounded by the proposal's parser
                 outcomes=outcomes,
                 patch=patch,
                 checkpoint=checkpoint,
                 decision=decision(self.validator.policy, verdict),
+                diff=diff,
+                incumbent=incumbent.digest()[:12],
+                candidate=new_pool.digest()[:12],
+                samples=kept.samples(verdict.samples),
             )
         )
         ctx.emit(event="edit", target=proposed[0].name, verdict=verdict.accepted, score=after)
 
 
-def _outcomes(candidate: Candidate) -> list[dict[str, Any]]:
+class _KeptSamples:
+    """The acceptance policy, keeping the rewards each side gave it per sample: the evidence
+    an edit's event records (`EditEvent.samples`)."""
+
+    def __init__(self, policy: Acceptance) -> None:
+        self.policy = policy
+        self.name = policy.name
+        self.seen: dict[str, dict[int, list[float]]] = {"incumbent": {}, "candidate": {}}
+
+    def __getattr__(self, key: str) -> Any:  # the policy's settings (`max_samples`, ...)
+        return getattr(self.policy, key)
+
+    async def decide(self, incumbent: Rewards, candidate: Rewards, **kw: Any) -> Verdict:
+        def keeping(side: str, rewards: Rewards) -> Rewards:
+            async def kept(s: int) -> Sequence[float]:
+                values = await rewards(s)
+                self.seen[side][s] = [float(v) for v in values]
+                return values
+
+            return kept
+
+        return await self.policy.decide(
+            keeping("incumbent", incumbent), keeping("candidate", candidate), **kw
+        )
+
+    def samples(self, used: int) -> dict[str, list[list[float]]]:
+        """Each side's per-task rewards of the first `used` samples the decision used."""
+        return {
+            side: [values[s] for s in sorted(values)[:used]] for side, values in self.seen.items()
+        }
+
+
+def _outcomes(candidate: Candidate, target: str | None = None) -> list[dict[str, Any]]:
+    """Each proposed operation in full (`moscopt.run.edit_detail`); `target` when a decision
+    holds several targets' edits."""
     return [
-        {"op": o.edit.op, "status": o.status, "reason": o.reason}
+        op_record(o.edit.op, o.edit.anchor, o.edit.content, o.status, o.reason, target)
         for o in candidate.applied.outcomes
     ]

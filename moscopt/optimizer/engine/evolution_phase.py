@@ -46,7 +46,7 @@ async def evolve(ctx: Context, validator: Validator) -> None:
     checkpoint = None
     if verdict.accepted:
         ctx.renew(old, pool, newborns(notes))
-        checkpoint = ctx.adopt(pool, verdict.candidate_score)
+        checkpoint = await validator.adopt(pool, verdict)
     ctx.record(
         EvolutionEvent(
             **ctx.where(),

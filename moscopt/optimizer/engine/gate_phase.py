@@ -71,7 +71,7 @@ class GatePhase:
         verdict = await self.validator.decide(ctx.pool, candidate, direction="non_inferior")
         checkpoint = None
         if verdict.accepted:
-            checkpoint = ctx.adopt(candidate, verdict.candidate_score)
+            checkpoint = await self.validator.adopt(candidate, verdict)
         ctx.record(
             GateRestored(
                 **ctx.where(),

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from moscopt.optimizer.policies.edit_targets import EditTargets
 
 RESPONSE_LOG_CHARS = 4000
+DETAIL_LOG_CHARS = 2000  # of a grader's detail: a judge's unmet checks and criteria
 
 
 def batches(ctx: Context, epoch: int) -> list[list[Task]]:
@@ -126,6 +127,7 @@ class SkillsPhase:
                 selections=selections if len(selections) > 1 else [],
                 sources=list(r.sources) if len(selections) > 1 else [],
                 offered=list(r.offered),
+                detail=r.detail[:DETAIL_LOG_CHARS],
                 **r.early_halt(),
             )
             offsets.append(ctx.record(event))

@@ -100,6 +100,7 @@ class Trainer:
         c.val_q = {k: round(v, 2) for k, v in ctx.state.q.items()}
         c.val_activations = dict(ctx.state.activations)
         c.best_val = None
+        ctx.freeze_validation()  # the memory validation answers with, as the phase starts
         ctx.state.phase = phase
         ctx.emit(event="phase")
         ctx.measure_in_background(self._measure())

@@ -1,9 +1,20 @@
 """Validation: the rewards of a pool on the validation split, per sample index, and the decisions
 of the acceptance policy between an incumbent pool and a candidate.
 
-Rewards are cached per (pool, gate view, look), so an incumbent is never paid twice: every
-decision against the same incumbent reuses its samples (and the LM's response cache makes a
-resumed run's re-validation free). Every evaluated sample is a `validation` event.
+Rewards are cached per (pool, gate view, answering state, look), so an incumbent is never paid
+twice: every decision against the same incumbent reuses its samples (and the LM's response cache
+makes a resumed run's re-validation free). Every evaluated sample is a `validation` event. The
+answering state is what else changes answers: the extensions' learned state (execution memory,
+routers), frozen per phase (`Context.freeze_validation`), so incumbent and candidate answer with
+the same memory.
+
+Fresh evidence for an adopted pool. A candidate that wins was measured on the looks it won on;
+read back as the incumbent of the next decision, those very samples (selected for being good)
+would be its evidence, and the next edit would face an incumbent measured too high. So a
+decision's look s is look `cursor.val_base + s`, and adopting a pool moves `val_base` past the
+looks its decision used (`adopt`): the new incumbent is measured on sample indices (with
+`val_look`, tasks) no decision about it has seen, and the score recorded for it (`best_val`, the
+validation history) is that fresh look's, not the winning one's.
 
 `first_sample` shifts the sample indices asked of the LM: a decision's sample s is the LM's
 sample `first_sample + s`. The stream replays tasks its pool has just answered live (sample 0),
@@ -54,7 +65,8 @@ class Validator:
         ids = ",".join(t.id for t in self.ctx.val_tasks)
         view = (
             f"{pool.digest()}|{sorted(stats.q.items())}|{sorted(stats.activations.items())}|"
-            f"{stats.enriched}|{self.first_sample}|{self._look_size()}|{ids}|{look}"
+            f"{stats.enriched}|{self.first_sample}|{self._look_size()}|{ids}|{look}|"
+            f"{self.ctx.validation_view()}"
         )
         return hashlib.sha256(view.encode()).hexdigest()
 
@@ -86,7 +98,7 @@ class Validator:
 
         ctx.doing(f"{what} (0 of {len(plan)} tasks done)")
         if agent is None:
-            agent = ctx.agent(pool, ctx.val_stats())
+            agent = ctx.val_agent(pool)
         rewards: list[float] = []
         for sample, indices in by_sample(plan):
             sample += self.first_sample
@@ -131,15 +143,27 @@ class Validator:
         """At most how many samples a decision looks at (1 for the strict policy)."""
         return int(getattr(self.policy, "max_samples", 1))
 
+    @property
+    def base(self) -> int:
+        """The first look of the next decision (module docstring)."""
+        return self.ctx.cursor.val_base
+
     async def score(self, pool: Pool, agent: SkillAgent | None = None) -> float:
-        """Mean reward of sample 0: the score a phase starts from."""
-        return _mean(await self.rewards(pool, 0, agent))
+        """Mean reward of the next decision's first look: the score a phase starts from."""
+        return _mean(await self.rewards(pool, self.base, agent))
 
     def score_later(self, pool: Pool) -> Coroutine[Any, Any, float]:
         """`score(pool)` to run later, with the agent (its router, its memory) built now from
         the run's state as it is now, unless the score is already known."""
-        known = self._key(pool, 0) in self._rewards
-        return self.score(pool, None if known else self.ctx.agent(pool, self.ctx.val_stats()))
+        known = self._key(pool, self.base) in self._rewards
+        return self.score(pool, None if known else self.ctx.val_agent(pool))
+
+    async def adopt(self, pool: Pool, verdict: Verdict) -> str:
+        """Make `pool`, accepted by `verdict`, the current pool: later decisions start past the
+        looks this one used, and the score recorded for it is measured on the first of those
+        fresh looks (which the next decision against it reuses); the checkpoint's file."""
+        self.ctx.cursor.val_base += verdict.samples
+        return self.ctx.adopt(pool, await self.score(pool))
 
     async def decide(
         self,
@@ -150,11 +174,13 @@ class Validator:
     ) -> Verdict:
         await self.ctx.settled()  # the incumbent's score as the phase started, in the state
 
+        base = self.base
+
         async def of_incumbent(s: int) -> Sequence[float]:
-            return await self.rewards(incumbent, s)
+            return await self.rewards(incumbent, base + s)
 
         async def of_candidate(s: int) -> Sequence[float]:
-            return await self.rewards(candidate, s)
+            return await self.rewards(candidate, base + s)
 
         return await self.policy.decide(of_incumbent, of_candidate, direction=direction)
 

@@ -131,7 +131,7 @@ class StrictAcceptance:
         await paired.add(incumbent, candidate, 0)
         look = SequentialSignFlip(1.0 - self.confidence, 1).look([sign * d for d in paired.last])
         diff = paired.candidate_score - paired.incumbent_score
-        if paired.candidate_total == paired.incumbent_total:
+        if _same_total(paired.candidate_total, paired.incumbent_total):
             accepted, reason = direction == "non_inferior", "tie"
         elif direction == "better":
             accepted = paired.candidate_total > paired.incumbent_total
@@ -390,6 +390,12 @@ class PairedRewards:
             incumbent_score=self.incumbent_score,
             reason=reason,
         )
+
+
+def _same_total(a: float, b: float) -> bool:
+    """Whether two sums of rewards are equal but for floating point (2/3 + 2/3 + 0 + 1 and
+    1/3 + 0 + 1 + 1 are a tie, not an improvement)."""
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
 
 def _sign(direction: str) -> int:

@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from moscopt.config import Config
+from moscopt.core.credit import Q_PRIOR, q_of
 from moscopt.run.state import RunState
 
 
@@ -28,6 +29,7 @@ class EvolutionSelection:
     synergy: Mapping[str, int]
     c_min: int
     protect_above: int
+    prior: float = Q_PRIOR  # credit.q_prior: the Q of a skill never scored
 
     @classmethod
     def of(cls, state: RunState, config: Config) -> EvolutionSelection:
@@ -38,11 +40,12 @@ class EvolutionSelection:
             synergy=state.synergy,
             c_min=config.credit.c_min,
             protect_above=config.credit.synergy_protect,
+            prior=config.credit.q_prior,
         )
 
     def score(self, name: str) -> float:
-        """Q of `name`; 0.0 for a skill never scored."""
-        return self.q.get(name, 0.0)
+        """Q of `name`; the prior for a skill never scored."""
+        return q_of(self.q, name, self.prior)
 
     def ranked(self, name: str) -> bool:
         return self.activations.get(name, 0) >= self.c_min

@@ -240,3 +240,24 @@ def test_a_missing_agent_program_is_refused_before_a_run_is_made(
     result = CliRunner().invoke(app, [*args, "--k", "2", "--model", "openai/x", "--run", "runs/r"])
     assert result.exit_code == 2 and "field 'agent.command'" in result.output
     assert not (tmp_path / "runs/r").exists()
+
+
+def test_the_agent_gets_each_skill_folder_whole(tmp_path: Path) -> None:
+    """A skill's scripts, references and assets are in the agent's folder, with their modes;
+    a changed script changes the result's cache key (`_skill_identity`)."""
+    import stat
+
+    from moscopt.agent.external.agent import _skill_identity
+    from moscopt.core.skills import SkillFile
+
+    script = SkillFile(path="scripts/run.sh", mode=0o755, data=b"#!/bin/sh\necho hi\n")
+    asset = SkillFile(path="assets/x.bin", mode=0o644, data=bytes(range(256)))
+    skill = rule("a").model_copy(update={"files": (asset, script)})
+    (folder,) = materialise(tmp_path, [skill], (".claude/skills",))
+    written = folder / "a" / "scripts" / "run.sh"
+    assert written.read_bytes() == script.data
+    assert stat.S_IMODE(written.stat().st_mode) == 0o755
+    assert (folder / "a" / "assets" / "x.bin").read_bytes() == asset.data
+    changed = skill.model_copy(update={"files": (asset, script.model_copy(update={"data": b"x"}))})
+    assert _skill_identity(changed) != _skill_identity(skill)
+    assert _skill_identity(rule("a")) == rule("a").dumps()  # no files: the key it always had

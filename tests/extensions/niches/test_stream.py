@@ -33,13 +33,15 @@ def rollouts(run: RunDir) -> list[RolloutEvent]:
 
 
 def test_each_task_once_in_order_and_the_rule_spreads(tmp_path: Path, seed_dir: Path) -> None:
-    outcome = stream_world(tmp_path / "on", seed_dir, transfer=True)
+    # 36 tasks per niche: decisions replay held-out tasks only (one in four), so the rule needs
+    # a longer stream to be shown useful to beta as well as gamma
+    outcome = stream_world(tmp_path / "on", seed_dir, transfer=True, n=36)
     run = RunDir.open(tmp_path / "on")
     ids = [e.task_id for e in rollouts(run)]
     state = run.load_state()
-    assert ids == state.splits["train"] and len(set(ids)) == len(ids) == 48
-    assert state.status == "done" and outcome.tasks == 48
-    assert outcome.running[-1] == outcome.accuracy and len(outcome.running) == 48
+    assert ids == state.splits["train"] and len(set(ids)) == len(ids) == 72
+    assert state.status == "done" and outcome.tasks == 72
+    assert outcome.running[-1] == outcome.accuracy and len(outcome.running) == 72
     pool = run.load_pool()
     assert {s.name for s in pool if RULES["A"] in s.body} == {"alpha", "beta", "gamma"}
     a_rewards = [e.reward for e in rollouts(run) if "-A" in e.task_id]
@@ -48,7 +50,7 @@ def test_each_task_once_in_order_and_the_rule_spreads(tmp_path: Path, seed_dir: 
     assert outcome.accuracy > outcome.baselines["frozen"] >= outcome.baselines["none"]
     record = json.loads((run.path / STREAM_FILE).read_text())
     assert record["accuracy"] == outcome.accuracy and record["by_niche"].keys() == {"A", "B"}
-    off = stream_world(tmp_path / "off", seed_dir, transfer=False)
+    off = stream_world(tmp_path / "off", seed_dir, transfer=False, n=36)
     assert off.by_niche["A"] < outcome.by_niche["A"]
     assert off.baselines == outcome.baselines  # the same stream, the same baselines
 

@@ -8,13 +8,13 @@ raises (the grader reports it as a grader error, never as a pass).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from moscopt.benchmarks.graders.ifeval.language import is_language
 from moscopt.benchmarks.graders.ifeval.text import count_sentences, count_words, words
+from moscopt.core import jsonio
 
 Check = Callable[[str, Mapping[str, Any]], bool]
 
@@ -119,7 +119,7 @@ def json_format(response: str, kw: Mapping[str, Any]) -> bool:
             break
     text = text.removesuffix("```").strip()
     try:
-        json.loads(text)
+        jsonio.loads(text)
     except ValueError:
         return False
     return True
