@@ -53,6 +53,14 @@ def sentence_embedder(name: str) -> SentenceEmbedder:
         return found
 
 
+def running_embedder(name: str) -> SentenceEmbedder | None:
+    """The process's embedder of model `name` if its process was started, else None (nothing
+    is started)."""
+    with _lock:
+        found = _models.get(name)
+    return found if found is not None and found.started else None
+
+
 def installed() -> bool:
     """Whether a model can be run at all (checked without importing anything): the numpy
     encoder's libraries (the `embeddings` extra) or sentence-transformers. Whether a given

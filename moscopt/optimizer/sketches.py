@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import zlib
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ def shingles(text: str) -> list[int]:
     ]
 
 
+@lru_cache(maxsize=4096)  # a pool's unchanged skills are sketched once (never mutated)
 def sketch(text: str) -> npt.NDArray[np.uint32]:
     """The `PERMUTATIONS` least hashes of `text`'s shingles."""
     import numpy as np

@@ -15,9 +15,10 @@ import pytest
 from moscopt.optimizer import similarity
 from moscopt.optimizer.similarity import (
     CANDIDATES,
+    DIFFLIB_PAIRS,
     SAMPLE,
-    mean_cosine,
     mean_pairwise_similarity,
+    pair_cosines,
     sample_indices,
     similar_pairs,
 )
@@ -63,7 +64,7 @@ def test_difflib_compares_the_pairs_of_a_sample_not_of_the_pool(counting: type[C
     pool = texts(200)
     _, method = mean_pairwise_similarity(pool, "difflib", [f"s{i}" for i in range(200)])
     assert method == "difflib"
-    assert counting.made == SAMPLE * (SAMPLE - 1) // 2  # 496, not 19,900
+    assert counting.made == DIFFLIB_PAIRS  # drawn over the pool, not all 19,900
     small = texts(SAMPLE)
     counting.made = 0
     exact = mean_pairwise_similarity(small, "difflib")[0]
@@ -109,12 +110,12 @@ def test_embeddings_are_asked_for_the_sample_only(monkeypatch: pytest.MonkeyPatc
     assert asked == [SAMPLE] and method == "some/model" and -1.0 <= sim <= 1.0
 
 
-def test_the_mean_cosine_is_the_mean_over_every_pair() -> None:
+def test_the_cosines_of_every_pair_come_from_one_matrix_product() -> None:
     rng = np.random.default_rng(0)
     m = rng.normal(size=(20, 16)).astype(np.float32)
     vectors = list(m / np.linalg.norm(m, axis=1, keepdims=True))
     brute = [float(a @ b) for a, b in itertools.combinations(vectors, 2)]
-    assert mean_cosine(vectors) == pytest.approx(sum(brute) / len(brute), abs=1e-6)
+    assert pair_cosines(vectors) == pytest.approx(brute, abs=1e-6)
 
 
 def test_sketches_find_the_planted_near_duplicate_among_many(counting: type[Counting]) -> None:
@@ -148,3 +149,24 @@ def test_sketches_are_a_pure_function_of_the_texts() -> None:
     assert np.array_equal(sims, estimated_jaccard(list(pool)))
     assert ranked_pairs(pool) == ranked_pairs(list(pool))
     assert estimated_jaccard(["a b c d e f", "u v w x y z"])[0, 1] < 0.1
+
+
+def test_an_adopted_pool_warms_the_samples_vectors_where_the_model_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    warmed: list[list[str]] = []
+
+    class Running:
+        def warm(self, got: Sequence[str]) -> None:
+            warmed.append(list(got))
+
+    names = [f"n{i}" for i in range(100)]
+    pool = texts(100)
+    monkeypatch.setattr(similarity, "running_embedder", lambda model: None)
+    similarity.warm("some/model", names, pool)  # its process is not running: nothing starts
+    assert warmed == []
+    monkeypatch.setattr(similarity, "running_embedder", lambda model: Running())
+    similarity.warm("difflib", names, pool)  # no model
+    assert warmed == []
+    similarity.warm("some/model", names, pool)
+    assert warmed == [[pool[i] for i in sample_indices(names)]]

@@ -20,6 +20,7 @@ from moscopt.core.credit import forget, q_of
 from moscopt.core.skills import Pool
 from moscopt.lm.base import LM
 from moscopt.optimizer.policies.error_rate import watch_error_rate
+from moscopt.optimizer.similarity import warm
 from moscopt.routing.build import make_router, uses_llm_gate
 from moscopt.routing.gate import GateStats, Router, constrained_gate
 from moscopt.run.ledger import BaseEvent, CallSink, EditEvent, RolloutEvent
@@ -268,6 +269,8 @@ class Context:
         the checkpoint the decision's event names."""
         checkpoint = self.checkpoint(pool)
         self.pool = pool
+        if self.config.evolution.enabled:  # the diversity check's vectors, off its path
+            warm(self.config.evolution.embedding_model, pool.names, [x.body for x in pool])
         self.cursor.best_val = score
         s = self.state
         s.val_history.append(
