@@ -9,6 +9,6 @@ export MY_AGENT_API_BASE=${MY_AGENT_API_BASE:-${API_BASE:-https://api.openai.com
 [ -d skills ] || moscopt init . > /dev/null        # the seed skill library
 
 moscopt train --config external-agent.yaml --benchmark sums.yaml --data sums.jsonl \
-  --model "$MODEL" "${API[@]}" --epochs 1 --steps-per-epoch 2 --no-evolution --run runs/my-agent
+  --model "$MODEL" "${API[@]}" --epochs 1 --steps-per-epoch 3 --no-evolution --run runs/my-agent
 moscopt eval --run runs/my-agent --split test --model "$MODEL" "${API[@]}"
 moscopt status --run runs/my-agent

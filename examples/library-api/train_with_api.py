@@ -18,7 +18,7 @@ import moscopt
 rng = random.Random(0)
 TASKS = [
     {"id": f"sum-{i}", "question": f"Compute {a} + {b}.", "answer": str(a + b)}
-    for i, (a, b) in enumerate((rng.randint(10, 99), rng.randint(10, 99)) for _ in range(20))
+    for i, (a, b) in enumerate((rng.randint(10, 99), rng.randint(10, 99)) for _ in range(40))
 ]
 
 
@@ -48,7 +48,7 @@ def demo(args: argparse.Namespace) -> None:
         "pool.n": 3,
         "pool.k": 2,
         "training.epochs": 1,
-        "training.max_steps_per_epoch": 2,
+        "training.max_steps_per_epoch": 3,
         "evolution.enabled": False,
     }
     instructions = "End with a line FINAL ANSWER: <n>"
