@@ -102,7 +102,7 @@ def task_rows(n: int, prefix: str, judge: dict[str, Any]) -> list[dict[str, Any]
 
 
 def write_task_files(
-    folder: Path, *, kind: str = "rule", n: int = 18, held_out: int = 8
+    folder: Path, *, kind: str = "rule", n: int = 27, held_out: int = 16
 ) -> tuple[Path, Path]:
     """`tasks.jsonl` (train and val) and `held-out.jsonl` in `folder`, judged by rule checks
     (`kind="rule"`) or rubrics."""

@@ -79,7 +79,7 @@ def test_train_on_task_files_with_a_whole_skill_folder(
         )
         assert held.exit_code == 0, held.output
         scored = json.loads(held.output[held.output.index("{") :])
-        assert scored["tasks"] == 8 and scored["score"] == 1.0
+        assert scored["tasks"] == 16 and scored["score"] == 1.0
         seed = runner.invoke(
             app,
             ["eval", "--tasks", "data/held-out.jsonl", "--skills", "skills", "--model",
@@ -154,4 +154,4 @@ def test_a_stream_of_tasks_that_carry_their_judges(
         result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.output[result.output.index("{") :])
-    assert data["tasks"] == 18 and 0.5 <= data["accuracy"] <= 1.0
+    assert data["tasks"] == 27 and 0.5 <= data["accuracy"] <= 1.0

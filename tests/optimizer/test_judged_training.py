@@ -67,7 +67,7 @@ def test_training_finds_the_missing_requirement(tmp_path: Path, kind: str) -> No
     assert any(e.status == "rejected" for e in edits)  # type: ignore[attr-defined]
     (cert,) = run.read_events(kinds={"certificate"})
     assert cert.verdict == "better"  # type: ignore[attr-defined]
-    assert cert.split == "test" and cert.tasks == 8  # type: ignore[attr-defined]
+    assert cert.split == "test" and cert.tasks == 16  # type: ignore[attr-defined]
     assert cert.low is not None and cert.low > 0  # type: ignore[attr-defined]
     # reflection saw which check or criterion a reply missed, as what it requires
     reflections = [r for r, p in zip(lm.history, lm.purposes, strict=True) if p == "reflect-skill"]
