@@ -13,6 +13,7 @@ interpreter's stack. Callers name their file or purpose in the message they make
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
@@ -21,10 +22,17 @@ MAX_DEPTH = 100  # levels of nested arrays and objects, in JSON and YAML alike (
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
 
 
+# 19 or more digits: an integer orjson would read as a float (json reads it exactly)
+_BIG_INT = re.compile(r"\d{19}")
+_BIG_INT_BYTES = re.compile(rb"\d{19}")
+
+
 def loads(data: bytes | str) -> Any:
     """The JSON value of `data`; `json.JSONDecodeError` for anything that is not one, or is
     nested deeper than `MAX_DEPTH`."""
     try:
+        if (_BIG_INT if isinstance(data, str) else _BIG_INT_BYTES).search(data):  # type: ignore[arg-type]
+            raise orjson.JSONDecodeError("an integer past 64 bits", "", 0)  # orjson: a float
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data

@@ -34,7 +34,7 @@ def test_the_ledger_keeps_a_rejected_edit_in_full(scripted_run: RunDir) -> None:
     assert rejected.incumbent and rejected.candidate and rejected.incumbent != rejected.candidate
     assert rejected.decision is not None
     assert len(rejected.samples["candidate"]) == rejected.decision.samples
-    assert rejected.samples["incumbent"] == [[0.0, 0.0, 0.0, 0.0]]
+    assert rejected.samples["incumbent"] == [[0.0] * 6]  # six validation tasks
     not_applied = next(e for e in _events(scripted_run) if e.status == "not_applied")
     assert not_applied.outcomes[0]["anchor"] == "this anchor does not exist"
     assert not_applied.reasoning == "r" and not not_applied.diff
@@ -49,8 +49,7 @@ def test_log_full_prints_each_edit_with_diff_reasoning_and_samples(scripted_run:
     assert f"    +{MAGIC}" in out
     assert "anchor: (empty) = the end of the body" in out
     assert "| this anchor does not exist" in out  # an operation that matched nothing
-    assert "sample 0: 0.000 (0 0 0 0) | 1.000 (1 1 1 1)" in out
-    assert "sample 1: 0.000 (0 0 0 0) | 1.000 (1 1 1 1)" in out
+    assert "sample 0: 0.000 (0 0 0 0 0 0) | 1.000 (1 1 1 1 1 1)" in out
 
 
 def test_log_edit_n_shows_one_edit_and_json_carries_it_whole(scripted_run: RunDir) -> None:
@@ -61,7 +60,7 @@ def test_log_edit_n_shows_one_edit_and_json_carries_it_whole(scripted_run: RunDi
     rows = json.loads(runner.invoke(app, ["log", "--run", path, "--edit", "1", "--json"]).stdout)
     assert [r["edit"] for r in rows] == [1]
     assert rows[0]["operations"][0]["content"] == VAGUE and f"+{VAGUE}" in rows[0]["diff"]
-    assert rows[0]["samples"]["incumbent"] == [[0.0, 0.0, 0.0, 0.0]]
+    assert rows[0]["samples"]["incumbent"] == [[0.0] * 6]  # six validation tasks
     brief = json.loads(runner.invoke(app, ["log", "--run", path, "--json"]).stdout)
     assert "diff" not in brief[0] and brief[0]["edit"] == 1  # the short form stays short
     # numbers are the run's, with or without --skill
