@@ -92,8 +92,9 @@ def train(
     run = create_run(path, config, pool, ref, splits)
     if spec is not None:
         atomic_write_text(path / TASKS_SPEC, yamlio.dump(spec.model_dump(mode="json")))
-    for m in [*messages, *config_notes(config, splits)] if notes else []:  # before any call
-        notes(m)  # type: ignore[misc]
+    if notes is not None:  # before any call
+        for m in [*messages, *config_notes(config, splits)]:
+            notes(m)
     if started is not None:
         started(run.path)
     with run.locked():

@@ -202,11 +202,21 @@ class TaskFileBenchmark(Benchmark):
                 "out --data (or data.path)",
                 field="data.path",
             )
+        return [r.to_task(self.name) for r in self._rows()]
+
+    def _rows(self) -> list[TaskRow]:
+        """Every task of the files, the held-out file's placed in test; an id in both refused."""
         file, held = self._files()
         rows = read_task_file(file)
         if held is not None:
-            rows += [r.model_copy(update={"split": "test"}) for r in read_task_file(held)]
-        return [r.to_task(self.name) for r in rows]
+            ids = {r.task_id for r in rows}
+            for row in read_task_file(held):
+                if row.task_id in ids:
+                    raise UserError(
+                        f"task_id '{row.task_id}' is in both task files", path=held, field="task_id"
+                    )
+                rows.append(row.model_copy(update={"split": "test"}))
+        return rows
 
     def load(
         self,
@@ -218,33 +228,20 @@ class TaskFileBenchmark(Benchmark):
     ) -> Splits:
         """train/val from the training file (its `split` keys first), test from the held-out
         file (and any `split: test` row); `limit`: the first N of each split."""
-        file, held = self._files()
         placed: dict[str, list[Task]] = {name: [] for name in SPLIT_NAMES}
         unplaced: list[Task] = []
-        ids: set[str] = set()
-        for path, rows in ((file, read_task_file(file)), *self._held(held)):
-            for row in rows:
-                if row.task_id in ids:
-                    raise UserError(
-                        f"task_id '{row.task_id}' is in both task files", path=path, field="task_id"
-                    )
-                ids.add(row.task_id)
-                task = row.to_task(self.name)
-                split = "test" if path == held else row.split
-                (placed[split] if split else unplaced).append(task)
+        for row in self._rows():
+            task = row.to_task(self.name)
+            (placed[row.split] if row.split else unplaced).append(task)
         ordered = sorted(unplaced, key=lambda t: t.id)
         random.Random(self.spec.splits.seed if seed is None else seed).shuffle(ordered)
-        n_val = round(len(ordered) * VAL_SHARE) if not placed["val"] else 0
-        if ordered and not placed["val"]:
-            n_val = max(1, min(n_val, len(ordered) - 1)) if len(ordered) > 1 else 0
+        n_val = 0
+        if len(ordered) > 1 and not placed["val"]:  # at least one task each way
+            n_val = max(1, min(round(len(ordered) * VAL_SHARE), len(ordered) - 1))
         placed["val"] += ordered[:n_val]
         placed["train"] += ordered[n_val:]
         parts = {k: (v[:limit] if limit is not None else v) for k, v in placed.items()}
         return Splits(train=parts["train"], val=parts["val"], test=parts["test"])
-
-    @staticmethod
-    def _held(held: Path | None) -> list[tuple[Path, list[TaskRow]]]:
-        return [(held, read_task_file(held))] if held is not None else []
 
     def load_every(self, *, data: str | Path | None = None, limit: int | None = None) -> list[Task]:
         every = self.tasks(data=data)
