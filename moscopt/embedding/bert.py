@@ -12,17 +12,20 @@ float rounding (`tests/embedding/test_bert.py` compares them on the real model).
 mean or CLS `Pooling` and optionally `Normalize`, with absolute positions; anything else (None)
 is left to sentence-transformers (`moscopt.embedding.model`).
 
-The bytes of a vector are a function of its text alone. The texts of a call are laid end to end
-in passes of at most `PASS_TOKENS` tokens (no padding: each text keeps its positions 0 to its
-length, attends to its own tokens only), so that the linear layers, nearly all the work, run on
-real tokens; a row of a matrix product gets the same bits whatever rows share it and at any
-thread count here from two rows up (a pass has at least `MIN_ROWS`: OpenBLAS takes another
-kernel for one row), and each text's attention is computed on its own rows.
+The bytes of a vector are a function of its text alone. OpenBLAS does not promise that: on
+this machine (AMD EPYC, OpenBLAS 0.3.31's Haswell kernels) a row of a matrix product gets other
+bits when the product has another number of rows (rows in an edge tile are summed in another
+order) or runs on another number of threads, so texts laid end to end in shared passes got
+vectors that depended on their companions. Each text therefore runs through the encoder alone:
+every product's shape is the text's own, and OpenBLAS runs on one thread (the embedding process
+sets it; `workers` threads encode texts side by side instead). On 180 texts (9,828 tokens) one
+worker took 7.2-7.8 s where shared 1,024-token passes took 6.6 s; two workers 5.1 s where
+passes on two OpenBLAS threads took 6.0 s (the offline benchmark's prompts and the README in
+3,000-character pieces, measured at load about 1).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,38 +33,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
     import numpy.typing as npt
 
     Array = npt.NDArray[np.float32]
 
-PASS_TOKENS = 1024  # the most tokens in one pass
-MIN_ROWS = 8  # a pass is padded with filler rows up to this (they attend to nothing)
 _TRANSFORMER = "sentence_transformers.models.Transformer"
 _POOLING = "sentence_transformers.models.Pooling"
 _NORMALIZE = "sentence_transformers.models.Normalize"
-
-
-@dataclass(frozen=True)
-class Run:
-    """`count` texts of `length` tokens each, laid end to end from row `start`."""
-
-    start: int
-    count: int
-    length: int
-
-
-def passes(lengths: Sequence[int]) -> list[list[int]]:
-    """The texts (indices) of each pass: by length, then index, at most `PASS_TOKENS` tokens."""
-    out: list[list[int]] = [[]]
-    used = 0
-    for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], i)):
-        if out[-1] and used + lengths[i] > PASS_TOKENS:
-            out.append([])
-            used = 0
-        out[-1].append(i)
-        used += lengths[i]
-    return out if out[0] else []
 
 
 @dataclass(frozen=True)
@@ -89,10 +70,12 @@ class BertEncoder:
         pooling: str,
         *,
         lower: bool = False,
+        workers: int = 1,
     ) -> None:
         """`weights` by their transformers names, `config` the model's config.json, `tokenizer`
         a tokenizers `Tokenizer` that truncates and does not pad; `lower`: lowercase the texts
-        first (sentence-transformers' `do_lower_case`)."""
+        first (sentence-transformers' `do_lower_case`); `workers`: threads encoding texts side
+        by side."""
         import numpy as np
 
         def w(name: str) -> Array:
@@ -106,6 +89,8 @@ class BertEncoder:
         self.tokenizer = tokenizer
         self.pooling = pooling
         self.lower = lower
+        self.workers = workers
+        self._pool: ThreadPoolExecutor | None = None
         self.words = w("embeddings.word_embeddings.weight")
         self.positions = w("embeddings.position_embeddings.weight")
         self.type0 = w("embeddings.token_type_embeddings.weight")[0]
@@ -133,69 +118,47 @@ class BertEncoder:
             )
 
     def encode(self, texts: Sequence[str]) -> list[Array]:
-        """The unit-norm vector of each text (see the module docstring for why the bytes depend
-        on the text alone)."""
-        import numpy as np
-
+        """The unit-norm vector of each text, each computed alone (see the module docstring)."""
         texts = [t.strip().lower() if self.lower else t.strip() for t in texts]
         ids = [e.ids for e in self.tokenizer.encode_batch(texts)]
-        out: list[Array | None] = [None] * len(ids)
-        for members in passes([len(row) for row in ids]):
-            runs: list[Run] = []
-            tokens: list[int] = []
-            positions: list[int] = []
-            for length, same in itertools.groupby(members, key=lambda i: len(ids[i])):
-                of_length = list(same)
-                runs.append(Run(len(tokens), len(of_length), length))
-                for i in of_length:
-                    tokens += ids[i]
-                    positions += range(length)
-            filler = [0] * max(0, MIN_ROWS - len(tokens))
-            hidden = self._forward(np.array(tokens + filler), np.array(positions + filler), runs)
-            at = 0
-            for run in runs:
-                per_text = hidden[run.start : run.start + run.count * run.length]
-                per_text = per_text.reshape(run.count, run.length, -1)
-                pooled = per_text.mean(axis=1) if self.pooling == "mean" else per_text[:, 0]
-                norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-                for row in pooled / norms:
-                    out[members[at]] = np.ascontiguousarray(row, dtype=np.float32)
-                    at += 1
-        return [v for v in out if v is not None]
+        if self.workers < 2 or len(ids) < 2:
+            return [self._embed(row) for row in ids]
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
 
-    def _forward(self, tokens: Any, positions: Any, runs: Sequence[Run]) -> Array:
-        x = self.words[tokens] + self.positions[positions] + self.type0
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="moscopt-bert")
+        return list(self._pool.map(self._embed, ids))
+
+    def _embed(self, ids: Sequence[int]) -> Array:
+        import numpy as np
+
+        x = self.words[ids] + self.positions[: len(ids)] + self.type0
         x = _layer_norm(x, *self.norm0, self.eps)
         for layer in self.layers:
             qkv = x @ layer.qkv + layer.qkv_bias
             x = _layer_norm(
-                self._attend(qkv, runs) @ layer.out + layer.out_bias + x, *layer.norm1, self.eps
+                self._attend(qkv) @ layer.out + layer.out_bias + x, *layer.norm1, self.eps
             )
             up = _gelu(x @ layer.up + layer.up_bias)
             x = _layer_norm(up @ layer.down + layer.down_bias + x, *layer.norm2, self.eps)
-        return x
+        pooled = x.mean(axis=0) if self.pooling == "mean" else x[0]
+        pooled = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+        return np.ascontiguousarray(pooled, dtype=np.float32)
 
-    def _attend(self, qkv: Array, runs: Sequence[Run]) -> Array:
-        """Each text's scaled dot-product attention over its own tokens; filler rows zero."""
+    def _attend(self, qkv: Array) -> Array:
+        """Scaled dot-product attention of one text's tokens, all heads at once."""
         import numpy as np
 
         rows, hidden = qkv.shape[0], qkv.shape[1] // 3
         size = hidden // self.heads
-        out = np.zeros((rows, hidden), dtype=np.float32)
-        for run in runs:
-            stop = run.start + run.count * run.length
-            q, k, v = (
-                qkv[run.start : stop, j * hidden : (j + 1) * hidden]
-                .reshape(run.count, run.length, self.heads, size)
-                .transpose(0, 2, 1, 3)
-                for j in range(3)
-            )
-            scores = (q @ k.transpose(0, 1, 3, 2)) * np.float32(size**-0.5)
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            scores /= scores.sum(axis=-1, keepdims=True)
-            found = (scores @ v).transpose(0, 2, 1, 3).reshape(-1, hidden)
-            out[run.start : stop] = found
-        return out
+        q, k, v = (
+            qkv[:, j * hidden : (j + 1) * hidden].reshape(rows, self.heads, size).transpose(1, 0, 2)
+            for j in range(3)
+        )
+        scores = (q @ k.transpose(0, 2, 1)) * np.float32(size**-0.5)
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        scores /= scores.sum(axis=-1, keepdims=True)
+        return (scores @ v).transpose(1, 0, 2).reshape(rows, hidden)
 
 
 def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
@@ -218,9 +181,10 @@ def _gelu(x: Array) -> Array:
     )
 
 
-def load(path: str | Path) -> BertEncoder | None:
-    """The BERT encoder in the sentence-transformers folder `path`, None when the folder is not
-    one this module runs (another architecture or pooling, a missing file)."""
+def load(path: str | Path, workers: int = 1) -> BertEncoder | None:
+    """The BERT encoder in the sentence-transformers folder `path` (encoding on `workers`
+    threads), None when the folder is not one this module runs (another architecture or
+    pooling, a missing file)."""
     folder = Path(path)
     try:
         modules = json.loads((folder / "modules.json").read_text())
@@ -255,7 +219,7 @@ def load(path: str | Path) -> BertEncoder | None:
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=int(st_config.get("max_seq_length") or 512))
     lower = bool(st_config.get("do_lower_case"))
-    return BertEncoder(weights, config, tokenizer, pooling, lower=lower)
+    return BertEncoder(weights, config, tokenizer, pooling, lower=lower, workers=workers)
 
 
 def _pooling(config: dict[str, Any]) -> str | None:

@@ -89,20 +89,21 @@ def model_folder(name: str) -> Path | None:
 
 def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]], list[Vector]]:
     """The embedding process's encode function for `name`, at `threads` threads. Unset, numpy
-    runs on one (its passes are small and the run beside it is busy: with another process on
-    the second core, a pass of MiniLM's widest layer took 3.0 ms on one OpenBLAS thread and
-    8.1 ms on two), torch on the cores idle now (a thread waiting for a busy core stalls the
-    others)."""
+    encodes on one (the run beside it is busy: with another process on the second core, a pass
+    of MiniLM's widest layer took 3.0 ms on one OpenBLAS thread and 8.1 ms on two); its threads
+    encode texts side by side, OpenBLAS always runs on one (its bits depend on its thread count:
+    `moscopt.embedding.bert`). torch runs on the cores idle now (a thread waiting for a busy core
+    stalls the others)."""
     folder = model_folder(name)
     if folder is not None and name in MINILM_NAMES and folder == minilm_package_folder():
         check_files(folder, MINILM_SHA256)
     if folder is None and name in MINILM_NAMES and find_spec("sentence_transformers") is None:
         raise EmbedderUnavailable(MINILM_MISSING)
     if folder is not None and "numpy" not in sys.modules:  # OpenBLAS reads it when it loads
-        os.environ["OPENBLAS_NUM_THREADS"] = str(threads or 1)
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
     from moscopt.embedding import bert
 
-    encoder = bert.load(folder) if folder is not None else None
+    encoder = bert.load(folder, workers=threads or 1) if folder is not None else None
     if encoder is not None:
         return encoder.encode
     model = load_sentence_model(name, folder)
