@@ -11,8 +11,9 @@ def left_by_calls(
     planned: int | None, first: tuple[float, int] | None, calls: int | None, now: float
 ) -> float | str:
     """Seconds left (an upper estimate: the plan counts every call a run may make), or the
-    reason there is no estimate yet. `first`: the clock and the call count when this process
-    first saw the run; `calls`: the count now."""
+    reason there is no estimate yet. `planned`: the calls the plan gives this process (a resumed
+    run's are what is left); `first`: the clock and the run's call count when this process first
+    saw it; `calls`: the count now."""
     if not planned or first is None or calls is None:
         return "-"
     since, calls0 = first
