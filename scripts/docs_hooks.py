@@ -3,12 +3,13 @@
     mkdocs build --strict      (mkdocs.yml names this file under `hooks:`)
 
 A page holding the line `<!-- generated: cli -->` gets the command-line reference, built from the
-typer app (`typer.main.get_command(moscopt.cli.app)`: every command of `moscopt.cli.lazy`, in the
-order of `moscopt --help`, with its help, its usage and each parameter's help record: the lines
-`--help` prints, with the values, the default and the environment variable). A page holding `<!-- generated: config -->` gets the configuration
-reference, built from the pydantic models (`moscopt.config.Config` and its sections: every key
-with its type, bounds and default), each key described by its `Field` description or else by its
-comment in the `moscopt.yaml` template that `moscopt init` writes.
+typer app (`typer.main.get_command(moscopt.cli.app)`): every command of `moscopt.cli.lazy`, in
+the order of `moscopt --help`, with its help, its usage and each parameter's help record (the
+lines `--help` prints: values, default, environment variable). A page holding
+`<!-- generated: config -->` gets the configuration reference, built from the pydantic models
+(`moscopt.config.Config` and its sections): every key with its type, bounds and default, each
+described by its `Field` description, else by its comment in the `moscopt.yaml` template that
+`moscopt init` writes, else by its comment in the model's source.
 
 typer 0.29 carries its own copy of click (`typer._click`), whose commands mkdocs-click does not
 recognise (nor read: its parameters are typer's); the pages are therefore made here, from the
@@ -39,17 +40,18 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
 
 def escape(text: str) -> str:
     """Text from a docstring or a comment as Markdown: code spans kept, and outside them the
-    characters Markdown would read as markup (`<`, `*`, `_`, `|`, `[`) made literal."""
+    characters Markdown would read as markup (`<`, `*`, `_`, `[`, and `|` in a table) made
+    literal."""
     parts = re.split(r"(`[^`\n]+`)", text)
     for i in range(0, len(parts), 2):
         part = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        parts[i] = re.sub(r"([*_\[\]\\])", r"\\\1", part)
-    return "".join(parts).replace("|", "\\|")
+        parts[i] = re.sub(r"([*_\[\]\\|])", r"\\\1", part)
+    return "".join(parts)
 
 
 def code(value: str) -> str:
-    """`value` as a code span in a table cell."""
-    return "`" + value.replace("|", "\\|") + "`"
+    """`value` as a code span (a pipe inside one does not split a table's cell)."""
+    return "`" + value + "`"
 
 
 def paragraphs(text: str) -> str:
@@ -137,7 +139,7 @@ def config_reference() -> str:
 
 def sections(model: Any, prefix: str) -> list[tuple[str, str, Any]]:
     """(title, dotted prefix, model) of `model` and of every section nested in it."""
-    found = [("Top level" if not prefix else prefix, prefix, model)]
+    found = [(prefix or "Top level", prefix, model)]
     for name, field in model.model_fields.items():
         if is_model(field.annotation):
             found += sections(field.annotation, f"{prefix}{name}.")
@@ -226,7 +228,7 @@ def template_comments(text: str) -> dict[str, str]:
         stack = [(i, k) for i, k in stack if i < indent]
         key = ".".join([*(k for _, k in stack), m.group("key")])
         stack.append((indent, m.group("key")))
-        value, _, comment = m.group("rest").partition(" #")
+        comment = m.group("rest").partition(" #")[2]
         last = key if comment.strip() else ""
         if comment.strip():
             found[key] = comment.strip()
