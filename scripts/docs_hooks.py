@@ -70,7 +70,7 @@ def cli_reference() -> str:
     from moscopt.cli import app
     from moscopt.cli.lazy import COMMANDS, GROUPS
 
-    root = typer.main.get_command(app)
+    root: Any = typer.main.get_command(app)  # a group (typer types it as a command)
     ctx = root.make_context("moscopt", ["--help"], resilient_parsing=True)
     out = ["## `moscopt`", "", paragraphs(root.help or ""), ""]
     out += usage(root, ctx) + parameters(root, ctx)

@@ -102,7 +102,7 @@ def uncomment(line: str) -> str:
 
 
 def root() -> Any:
-    return typer.main.get_command(app)
+    return typer.main.get_command(app)  # a group: its commands are loaded when looked up
 
 
 def resolve(argv: list[str]) -> tuple[str | None, Any, Any, list[str]]:
@@ -149,9 +149,10 @@ def check_synopsis(argv: list[str]) -> None:
         name = word.split("=")[0]
         assert name in known, f"moscopt {words[0]} has no option {name}"
         value = words[i + 1] if i + 1 < len(words) else ""
-        listed = [v for v in value.split("|") if v and not v.isupper()]
-        if known[name] is not None and "|" in value:
-            assert set(listed) <= known[name], f"{name}: {set(listed) - known[name]}"
+        listed = {v for v in value.split("|") if v and not v.isupper()}
+        choices = known[name]
+        if choices is not None and "|" in value:
+            assert listed <= choices, f"{name}: {listed - choices}"
 
 
 def parse(argv: list[str]) -> None:
