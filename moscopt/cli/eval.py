@@ -122,7 +122,7 @@ def eval_cmd(
     _exit_if_errored(summary)
 
 
-# exit code of an evaluation that finished with tasks that errored (README: exit codes)
+# exit code of an evaluation that finished with tasks that errored (docs/reference/exit-codes.md)
 TASKS_ERRORED = 3
 
 

@@ -111,7 +111,7 @@ class OptimizerConfig(Section):
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="of the paired acceptance test")
     # the loss (in the reward's units) a change that buys something other than score may hide:
     # evolution, gate restoration and lifecycle operators are kept only when the paired test
-    # bounds their loss within it (moscopt.optimizer.policies.noninferiority; README)
+    # bounds their loss within it (moscopt.optimizer.policies.noninferiority; docs/acceptance.md)
     margin: float = Field(0.1, ge=0.0, lt=1.0, description="non-inferiority margin")
     # True: a minibatch's proposals, the epoch's memory condensations and evolution's offspring
     # are asked concurrently; False: one after another (same decisions; scripts/bench_train.py)
