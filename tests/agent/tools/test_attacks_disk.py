@@ -35,8 +35,22 @@ for d in range(1000):
 print("made them all")
 """
 
+HIDDEN_FILES = """\
+import os
+os.mkdir("h")
+os.chmod("h", 0o300)  # enter and write, but not list: the watcher cannot count what it holds
+block = b"x" * (1 << 20)
+for i in range(10_000):
+    with open(f"h/f{i}", "wb") as f:
+        for _ in range(32):
+            f.write(block)
+print("wrote them all")
+"""
 
-@pytest.mark.parametrize("code", [BIG_FILES, EMPTY_FILES], ids=["big-files", "empty-files"])
+
+@pytest.mark.parametrize(
+    "code", [BIG_FILES, EMPTY_FILES, HIDDEN_FILES], ids=["big-files", "empty-files", "hidden"]
+)
 def test_a_disk_flood_is_stopped_at_the_bound(
     attack_mode: str, sandbox_tmp: Path, code: str
 ) -> None:
