@@ -34,6 +34,8 @@ from moscopt.planning.feasibility import config_notes
 from moscopt.routing.build import gate_stats, make_router
 from moscopt.run.eval_files import new_results_path
 from moscopt.run.fsio import atomic_write_text
+from moscopt.tracing import check_observers, traced
+from moscopt.tracing.runs import eval_end, run_info, train_end, train_info
 
 if TYPE_CHECKING:
     from moscopt.agent.evaluate import EvalResult
@@ -82,6 +84,7 @@ def train(
         data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
         config = config.model_copy(update={"data": data})
     check_models(config)
+    check_observers(config)
     from moscopt.run.rundir import new_run_path
 
     path = run_path or new_run_path(project_root / config.runs_dir, bench.name)
@@ -131,6 +134,7 @@ def resume(
                 field="splits",
             )
         check_models(config)
+        check_observers(config)
         if config != frozen:
             atomic_write_text(run.config_path, config.to_yaml())
         return _train(run, config, bench, splits, progress, state=state, resumed=True)
@@ -146,7 +150,32 @@ def _train(
     state: RunState,
     resumed: bool,
 ) -> TrainOutcome:
-    """Train `run` from `state`, its saved state (read once, by the caller, under its lock)."""
+    """Train `run` from `state`, its saved state (read once, by the caller, under its lock),
+    watched by the observers of `tracing.observers` (`moscopt.tracing`), if any."""
+    with traced(config, lambda: train_info(run, config, bench.name, resumed=resumed)) as trace:
+        if trace is None:
+            return _train_run(run, config, bench, splits, progress, state=state, resumed=resumed)
+        run.watch(trace.event)
+        try:
+            outcome = _train_run(
+                run, config, bench, splits, trace.tee(progress), state=state, resumed=resumed
+            )
+        finally:
+            run.unwatch(trace.event)
+        trace.finish(train_end(run, outcome, run.load_state()))
+        return outcome
+
+
+def _train_run(
+    run: RunDir,
+    config: Config,
+    bench: Benchmark,
+    splits: Splits,
+    progress: Callable[[dict[str, Any]], None] | None,
+    *,
+    state: RunState,
+    resumed: bool,
+) -> TrainOutcome:
     from moscopt.lm.errors import LMFatalError
 
     first = state.val_history[0].score if state.val_history else None
@@ -269,6 +298,7 @@ def evaluate(
     if split not in ("train", "val", "test", "all"):  # before any data is loaded
         raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
     reps: int | str = "auto" if repeats == "auto" else _positive(repeats)
+    check_observers(config)
     run: RunDir | None = None
     state: RunState | None = None
     if run_path is not None:  # the run's models are imported only for a run
@@ -331,7 +361,14 @@ def evaluate(
     if out is None:  # never an earlier evaluation's file: the next free name
         folder = run.exports_dir if run is not None else Path()
         out = new_results_path(folder, bench.name, split, mode)
-    with open_lms(config, run, roles=("agent",), bench=bench) as lms:
+    name = f"eval-{bench.name}-{split}-{mode}"
+    info = lambda: run_info(config, "eval", name, benchmark=bench.name, split=split, mode=mode)  # noqa: E731
+    with (
+        traced(config, info) as trace,
+        open_lms(
+            config, run, roles=("agent",), bench=bench, observe=trace.lm_record if trace else None
+        ) as lms,
+    ):
         router = make_router(config, pool, lms.agent, stats=stats, table=table)
         if deployment is not None and deployment.router is not None:
             router = deployment.router.router(pool)  # the familiarity router: no LLM call
@@ -354,7 +391,10 @@ def evaluate(
                     out=out,  # streamed there as the rollouts complete
                 )
             )
-    return EvalOutcome(result, bench.name, split, mode, out)
+        outcome = EvalOutcome(result, bench.name, split, mode, out)
+        if trace is not None:
+            trace.finish(eval_end(outcome))
+    return outcome
 
 
 def _every_task(config: Config, name: str | None) -> tuple[Benchmark, list[Task]]:

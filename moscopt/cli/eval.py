@@ -56,6 +56,7 @@ def eval_cmd(
         "earlier evaluation's file.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
+    trace: list[c.TracerName] | None = o.trace_option(),
 ) -> None:
     """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
     import json
@@ -64,7 +65,8 @@ def eval_cmd(
     from moscopt.app.project import open_project
     from moscopt.config import load_config
 
-    flags, json_out = opts.overrides(), opts.json_out
+    flags = opts.overrides(**{"tracing.observers": [t.value for t in trace] if trace else None})
+    json_out = opts.json_out
     if tasks is not None:
         if benchmark is not None:
             from moscopt.errors import UserError

@@ -1,0 +1,102 @@
+"""What the observers are told about a training run and an evaluation: `RunInfo` at the start,
+`RunEnd` at the end, built from what the application layer has at hand."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from moscopt.tracing.base import Kind, RunEnd, RunInfo, flatten
+
+if TYPE_CHECKING:
+    from moscopt.app.runner import EvalOutcome, TrainOutcome
+    from moscopt.config import Config
+    from moscopt.run.rundir import RunDir
+    from moscopt.run.state import RunState
+
+
+def run_info(
+    config: Config,
+    kind: Kind,
+    name: str,
+    *,
+    path: Path | None = None,
+    resumed: bool = False,
+    **attributes: Any,
+) -> RunInfo:
+    """The run `name` of `kind`; a run directory's id is a digest of its path (the same in
+    every process of the run), an evaluation's a fresh one."""
+    if path is not None:
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+        run_id = f"moscopt-{digest}"
+    else:
+        run_id = f"moscopt-{uuid.uuid4().hex[:16]}"
+    data = config.model_dump(mode="json")
+    shown = {
+        "model": config.model,
+        "optimizer_model": config.effective_optimizer_model,
+        **{k: v for k, v in attributes.items() if v is not None},
+    }
+    return RunInfo(
+        kind=kind,
+        name=name,
+        id=run_id,
+        path=path,
+        params=flatten(data),
+        config=data,
+        attributes=shown,
+        resumed=resumed,
+        project=config.tracing.project,
+        artifacts=config.tracing.artifacts,
+    )
+
+
+def train_info(run: RunDir, config: Config, benchmark: str, *, resumed: bool) -> RunInfo:
+    return run_info(
+        config,
+        "train",
+        run.path.name,
+        path=run.path,
+        resumed=resumed,
+        benchmark=benchmark,
+        n=config.pool.n,
+        k=config.pool.k,
+        epochs=config.training.epochs,
+        acceptance=config.optimizer.acceptance,
+    )
+
+
+def train_end(run: RunDir, outcome: TrainOutcome, state: RunState) -> RunEnd:
+    """The final numbers of a training run: validation before and after, the certificate's
+    scores, the run's totals; its skills and frozen config as artifacts."""
+    metrics: dict[str, float] = {"pool_changed": float(outcome.changed)}
+    for key, value in (("val_before", outcome.before), ("val_after", outcome.after)):
+        if value is not None:
+            metrics[key] = value
+    certificate = outcome.certificate
+    if certificate is not None:
+        for key in ("seed_score", "final_score", "mean_diff", "low", "high", "p_value"):
+            value = getattr(certificate, key)
+            if value is not None:
+                metrics[f"certificate_{key}"] = float(value)
+    t = state.totals
+    metrics.update(
+        calls=t.calls,
+        cache_hits=t.cache_hits,
+        tokens=t.prompt_tokens + t.completion_tokens,
+        cost_usd=t.cost,
+    )
+    return RunEnd(
+        metrics=metrics, artifacts={"skills": run.skills_dir, "moscopt.yaml": run.config_path}
+    )
+
+
+def eval_end(outcome: EvalOutcome) -> RunEnd:
+    """The final numbers of an evaluation (its summary's), its results file as an artifact."""
+    summary = outcome.result.summary()
+    low, high = summary.pop("ci95")
+    numbers = {k: float(v) for k, v in summary.items() if isinstance(v, int | float)}
+    numbers.update(ci95_low=low, ci95_high=high, cost_usd=numbers.pop("cost", 0.0))
+    return RunEnd(metrics=numbers, artifacts={outcome.out.name: outcome.out})
