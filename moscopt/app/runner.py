@@ -34,8 +34,8 @@ from moscopt.planning.feasibility import config_notes
 from moscopt.routing.build import gate_stats, make_router
 from moscopt.run.eval_files import new_results_path
 from moscopt.run.fsio import atomic_write_text
-from moscopt.tracing import check_observers, traced
-from moscopt.tracing.runs import eval_end, run_info, train_end, train_info
+from moscopt.tracing import check_observers
+from moscopt.tracing.runs import eval_tracing, train_tracing
 
 if TYPE_CHECKING:
     from moscopt.agent.evaluate import EvalResult
@@ -152,18 +152,8 @@ def _train(
 ) -> TrainOutcome:
     """Train `run` from `state`, its saved state (read once, by the caller, under its lock),
     watched by the observers of `tracing.observers` (`moscopt.tracing`), if any."""
-    with traced(config, lambda: train_info(run, config, bench.name, resumed=resumed)) as trace:
-        if trace is None:
-            return _train_run(run, config, bench, splits, progress, state=state, resumed=resumed)
-        run.watch(trace.event)
-        try:
-            outcome = _train_run(
-                run, config, bench, splits, trace.tee(progress), state=state, resumed=resumed
-            )
-        finally:
-            run.unwatch(trace.event)
-        trace.finish(train_end(run, outcome, run.load_state()))
-        return outcome
+    with train_tracing(run, config, bench.name, progress, resumed=resumed) as (told, ended):
+        return ended(_train_run(run, config, bench, splits, told, state=state, resumed=resumed))
 
 
 def _train_run(
@@ -361,13 +351,9 @@ def evaluate(
     if out is None:  # never an earlier evaluation's file: the next free name
         folder = run.exports_dir if run is not None else Path()
         out = new_results_path(folder, bench.name, split, mode)
-    name = f"eval-{bench.name}-{split}-{mode}"
-    info = lambda: run_info(config, "eval", name, benchmark=bench.name, split=split, mode=mode)  # noqa: E731
     with (
-        traced(config, info) as trace,
-        open_lms(
-            config, run, roles=("agent",), bench=bench, observe=trace.lm_record if trace else None
-        ) as lms,
+        eval_tracing(config, bench.name, split, mode) as (observe, ended),
+        open_lms(config, run, roles=("agent",), bench=bench, observe=observe) as lms,
     ):
         router = make_router(config, pool, lms.agent, stats=stats, table=table)
         if deployment is not None and deployment.router is not None:
@@ -391,9 +377,7 @@ def evaluate(
                     out=out,  # streamed there as the rollouts complete
                 )
             )
-        outcome = EvalOutcome(result, bench.name, split, mode, out)
-        if trace is not None:
-            trace.finish(eval_end(outcome))
+        outcome = ended(EvalOutcome(result, bench.name, split, mode, out))
     return outcome
 
 

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moscopt.tracing.base import Kind, RunEnd, RunInfo, flatten
+from moscopt.tracing.hub import Progress, traced
 
 if TYPE_CHECKING:
     from moscopt.app.runner import EvalOutcome, TrainOutcome
@@ -68,6 +71,33 @@ def train_info(run: RunDir, config: Config, benchmark: str, *, resumed: bool) ->
     )
 
 
+@contextlib.contextmanager
+def train_tracing(
+    run: RunDir, config: Config, benchmark: str, progress: Progress | None, *, resumed: bool
+) -> Iterator[tuple[Progress | None, Callable[[TrainOutcome], TrainOutcome]]]:
+    """The training's tracing, if `tracing.observers` asks for any: (the progress callback that
+    also tells the observers, `ended`: to pass the outcome through, which finishes them). The
+    observers hear each event the run's log is given while the block runs."""
+    with traced(config, lambda: train_info(run, config, benchmark, resumed=resumed)) as trace:
+        if trace is None:
+            yield progress, _same
+            return
+
+        def ended(outcome: TrainOutcome) -> TrainOutcome:
+            trace.finish(train_end(run, outcome, run.load_state()))
+            return outcome
+
+        run.watch(trace.event)
+        try:
+            yield trace.tee(progress), ended
+        finally:
+            run.unwatch(trace.event)
+
+
+def _same(outcome: Any) -> Any:
+    return outcome
+
+
 def train_end(run: RunDir, outcome: TrainOutcome, state: RunState) -> RunEnd:
     """The final numbers of a training run: validation before and after, the certificate's
     scores, the run's totals; its skills and frozen config as artifacts."""
@@ -91,6 +121,28 @@ def train_end(run: RunDir, outcome: TrainOutcome, state: RunState) -> RunEnd:
     return RunEnd(
         metrics=metrics, artifacts={"skills": run.skills_dir, "moscopt.yaml": run.config_path}
     )
+
+
+@contextlib.contextmanager
+def eval_tracing(
+    config: Config, benchmark: str, split: str, mode: str
+) -> Iterator[tuple[Callable[[dict[str, Any]], None] | None, Callable[[EvalOutcome], EvalOutcome]]]:
+    """An evaluation's tracing, if any: (the LM layer's sink for its calls, `ended`)."""
+    name = f"eval-{benchmark}-{split}-{mode}"
+
+    def info() -> RunInfo:
+        return run_info(config, "eval", name, benchmark=benchmark, split=split, mode=mode)
+
+    with traced(config, info) as trace:
+        if trace is None:
+            yield None, _same
+            return
+
+        def ended(outcome: EvalOutcome) -> EvalOutcome:
+            trace.finish(eval_end(outcome))
+            return outcome
+
+        yield trace.lm_record, ended
 
 
 def eval_end(outcome: EvalOutcome) -> RunEnd:
