@@ -73,7 +73,8 @@ class StepRows:
 
     Row keys: `val_score` (the current pool's validation score), `edits_<verdict>` (counts so
     far), `calls`, `tokens`, `cost_usd` (totals so far), `epoch`; from the step's own events:
-    `train_reward` (mean reward of its rollouts), `llm_calls`, `llm_errors`, `cache_hits`."""
+    `train_reward` (mean reward of its rollouts), `step_calls`, `step_errors` (failed calls),
+    `step_cache_hits`."""
 
     def __init__(self) -> None:
         self._rewards: list[float] = []
@@ -102,7 +103,7 @@ class StepRows:
                 row[name] = float(update[key])
         if self._rewards:
             row["train_reward"] = sum(self._rewards) / len(self._rewards)
-        row.update(llm_calls=self._calls, llm_errors=self._errors, cache_hits=self._hits)
+        row.update(step_calls=self._calls, step_errors=self._errors, step_cache_hits=self._hits)
         self._rewards, self._calls, self._errors, self._hits = [], 0, 0, 0
         return int(update.get("step", 0)), row
 

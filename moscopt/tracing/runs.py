@@ -61,7 +61,7 @@ def train_info(run: RunDir, config: Config, benchmark: str, *, resumed: bool) ->
         config,
         "train",
         run.path.name,
-        path=run.path,
+        path=run.path.resolve(),
         resumed=resumed,
         benchmark=benchmark,
         n=config.pool.n,
