@@ -4,7 +4,8 @@ Both record the same things:
 - at the start: the frozen config as parameters (dotted keys: `pool.k`, `optimizer.acceptance`),
   tags naming the run (`moscopt.run`, `moscopt.kind`, benchmark, models);
 - per step of the trainer (`base.StepRows`): `val_score`, `edits_accepted`, `edits_rejected`,
-  ..., `calls`, `tokens`, `cost_usd`, `train_reward`, `step_calls`, `step_errors`, `step_cache_hits`;
+  ..., `calls`, `tokens`, `cost_usd`, `train_reward`, `step_calls`, `step_errors`,
+  `step_cache_hits`;
 - at the end: the final numbers (`val_before`, `val_after`, the certificate's, the totals; an
   evaluation's score and interval) and, with `tracing.artifacts`, the final `skills/` folder and
   `moscopt.yaml` (an evaluation: its results file).

@@ -119,7 +119,8 @@ def train_end(run: RunDir, outcome: TrainOutcome, state: RunState) -> RunEnd:
         cost_usd=t.cost,
     )
     return RunEnd(
-        metrics=metrics, artifacts={"skills": run.skills_dir, "moscopt.yaml": run.config_path}
+        metrics=metrics,
+        artifacts={"skills": run.skills_dir.resolve(), "moscopt.yaml": run.config_path.resolve()},
     )
 
 

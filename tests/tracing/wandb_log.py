@@ -51,7 +51,9 @@ def recorded(path: Path) -> dict[str, Any]:
     for r in records(path):
         kind = r.WhichOneof("record_type")
         if kind == "history":
-            row = {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item}
+            row = {
+                i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item
+            }
             out["history"].append(row)
         elif kind == "summary":
             for i in r.summary.update:
