@@ -286,7 +286,7 @@ def _provider() -> tuple[Any, bool]:
     """The installed tracer provider (not ours to shut down), else a new one from the
     environment (ours)."""
     current = trace.get_tracer_provider()
-    if isinstance(current, TracerProvider):
+    if not isinstance(current, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return current, False
     resource = Resource.create()
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
