@@ -153,7 +153,9 @@ def _train(
     """Train `run` from `state`, its saved state (read once, by the caller, under its lock),
     watched by the observers of `tracing.observers` (`moscopt.tracing`), if any."""
     with train_tracing(run, config, bench.name, progress, resumed=resumed) as (told, ended):
-        return ended(_train_run(run, config, bench, splits, told, state=state, resumed=resumed))
+        outcome = _train_run(run, config, bench, splits, told, state=state, resumed=resumed)
+        ended()
+        return outcome
 
 
 def _train_run(

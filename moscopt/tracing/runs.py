@@ -14,10 +14,9 @@ from moscopt.tracing.base import Kind, RunEnd, RunInfo, flatten
 from moscopt.tracing.hub import Progress, traced
 
 if TYPE_CHECKING:
-    from moscopt.app.runner import EvalOutcome, TrainOutcome
+    from moscopt.app.runner import EvalOutcome
     from moscopt.config import Config
     from moscopt.run.rundir import RunDir
-    from moscopt.run.state import RunState
 
 
 def run_info(
@@ -74,38 +73,39 @@ def train_info(run: RunDir, config: Config, benchmark: str, *, resumed: bool) ->
 @contextlib.contextmanager
 def train_tracing(
     run: RunDir, config: Config, benchmark: str, progress: Progress | None, *, resumed: bool
-) -> Iterator[tuple[Progress | None, Callable[[TrainOutcome], TrainOutcome]]]:
+) -> Iterator[tuple[Progress | None, Callable[[], None]]]:
     """The training's tracing, if `tracing.observers` asks for any: (the progress callback that
-    also tells the observers, `ended`: to pass the outcome through, which finishes them). The
-    observers hear each event the run's log is given while the block runs."""
+    also tells the observers, `ended`: to call once the trainer returned, which finishes them
+    with the run's final numbers). The observers hear each event the run's log is given while
+    the block runs; a block that raises finishes them as `traced` says."""
     with traced(config, lambda: train_info(run, config, benchmark, resumed=resumed)) as trace:
         if trace is None:
-            yield progress, _same
+            yield progress, _nothing
             return
-
-        def ended(outcome: TrainOutcome) -> TrainOutcome:
-            trace.finish(train_end(run, outcome, run.load_state()))
-            return outcome
-
         run.watch(trace.event)
         try:
-            yield trace.tee(progress), ended
+            yield trace.tee(progress), lambda: trace.finish(train_end(run, config))
         finally:
             run.unwatch(trace.event)
 
 
-def _same(outcome: Any) -> Any:
-    return outcome
+def _nothing() -> None:
+    return None
 
 
-def train_end(run: RunDir, outcome: TrainOutcome, state: RunState) -> RunEnd:
-    """The final numbers of a training run: validation before and after, the certificate's
-    scores, the run's totals; its skills and frozen config as artifacts."""
-    metrics: dict[str, float] = {"pool_changed": float(outcome.changed)}
-    for key, value in (("val_before", outcome.before), ("val_after", outcome.after)):
-        if value is not None:
-            metrics[key] = value
-    certificate = outcome.certificate
+def train_end(run: RunDir, config: Config) -> RunEnd:
+    """The final numbers of a training run, from its saved state and ledger: validation before
+    and after, the certificate's scores, the run's totals; its skills and frozen config as
+    artifacts."""
+    from moscopt.optimizer.engine.certificate import latest
+
+    state = run.load_state()
+    metrics: dict[str, float] = {}
+    if state.val_history:
+        metrics["val_before"] = state.val_history[0].score
+    if state.cursor.best_val is not None:
+        metrics["val_after"] = state.cursor.best_val
+    certificate = latest(run, state) if config.training.certificate_samples else None
     if certificate is not None:
         for key in ("seed_score", "final_score", "mean_diff", "low", "high", "p_value"):
             value = getattr(certificate, key)
@@ -136,7 +136,7 @@ def eval_tracing(
 
     with traced(config, info) as trace:
         if trace is None:
-            yield None, _same
+            yield None, lambda outcome: outcome
             return
 
         def ended(outcome: EvalOutcome) -> EvalOutcome:

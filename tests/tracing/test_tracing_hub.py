@@ -160,3 +160,32 @@ def test_tracing_imports_no_tracing_library() -> None:
 
 def _info(config: Config) -> hub.RunInfo:
     return run_info(config, "train", "r")
+
+
+def test_the_library_api_traces_by_its_config(
+    tmp_path: Path, seed_dir: Path, plugged: dict[str, Recording]
+) -> None:
+    import moscopt
+    from moscopt.core.skills import Pool
+    from moscopt.testing.scripted import scripted_lm
+
+    rows = [{"question": f"Compute {i} + {i}.", "answer": str(2 * i)} for i in range(30)]
+    seeds = Pool.load(seed_dir, require_gate=True)
+    names = ("careful-computation", "cautious-planner", "detail-verifier")
+    skills = Pool(skills=tuple(seeds.get(n) for n in names), gate=seeds.gate)
+    config = {"pool.n": 3, "pool.k": 2, "training.epochs": 1, "training.max_steps_per_epoch": 2,
+              "evolution.enabled": False, "tracing.observers": ["mlflow"]}  # fmt: skip
+    result = moscopt.train(
+        rows,
+        grader="numeric",
+        skills=skills,
+        config=config,
+        lm=scripted_lm(),
+        run_dir=tmp_path / "r",
+    )
+    seen = plugged["mlflow"]
+    assert seen.started[0].name == "r" and seen.started[0].kind == "train"
+    assert {"train_start", "rollout", "edit"} <= {getattr(e, "type", "") for e in seen.events}
+    assert [u["event"] for u in seen.updates].count("step") >= 1
+    (end,) = seen.ended
+    assert end.status == "done" and end.metrics["val_after"] == result.after
