@@ -8,7 +8,9 @@ process (N=3, K=2, two steps per epoch, no evolution, difflib similarity) in a f
 once per row per repeat, rows interleaved: `none` (no tracing), `otel` (spans made and handed
 to the SDK's batch processor, exported nowhere: `OTEL_TRACES_EXPORTER=none`; `otel-console`
 exports them as JSON to the child's stdout, discarded), `mlflow` (a sqlite store in the temp
-folder, made fresh for each run), `wandb` (offline mode, in the temp folder). Needs the extras
+folder, shared by the runs and made before the first: a store's first use builds its tables,
+seconds that `--fresh-store` puts back into each run), `wandb` (offline mode, in the temp
+folder). Needs the extras
 of the rows it runs (the run refuses an observer whose extra is missing).
 
 Columns (medians over the repeats): `process s`: the child's wall time (imports, set-up and the
@@ -51,7 +53,7 @@ def stamp(t: str) -> float:
     return datetime.fromisoformat(t).timestamp()
 
 
-def train(url: str, root: Path, row: str, epochs: int) -> dict[str, Any]:
+def train(url: str, root: Path, row: str, epochs: int, store: str) -> dict[str, Any]:
     extra, env_extra = ROWS[row]
     args = [
         sys.executable, "-m", "moscopt", "train", "--benchmark", "addition.yaml",
@@ -61,7 +63,7 @@ def train(url: str, root: Path, row: str, epochs: int) -> dict[str, Any]:
     ]  # fmt: skip
     env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "HOME": str(root / "home"), **env_extra}
     env["PYTHONPATH"] = str(REPO)  # this checkout's code, wherever moscopt is installed from
-    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{root / 'mlflow.db'}"
+    env["MLFLOW_TRACKING_URI"] = store or f"sqlite:///{root / 'mlflow.db'}"
     env["WANDB_DIR"] = str(root)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -88,6 +90,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default="", help="rows besides none, comma-separated")
+    parser.add_argument("--fresh-store", action="store_true", help="a new MLflow store per run")
     a = parser.parse_args()
     from moscopt.testing.loopback import ServerProcess
     from moscopt.testing.scripted import write_project
@@ -99,12 +102,17 @@ def main() -> None:
         ServerProcess(a.latency, responder=responder) as server,
         tempfile.TemporaryDirectory() as tmp,
     ):
+        store = "" if a.fresh_store else f"sqlite:///{Path(tmp) / 'mlflow.db'}"
+        if store and "mlflow" in rows:
+            from mlflow import MlflowClient
+
+            MlflowClient(tracking_uri=store).search_experiments()  # builds its tables
         for i in range(a.repeats):
             for row in rows:
                 root = Path(tmp) / f"p{i}-{row}"
                 root.mkdir()
                 write_project(root, REPO / "skills", "evolution:\n  embedding_model: difflib\n")
-                results[row].append(train(server.url, root, row, a.epochs))
+                results[row].append(train(server.url, root, row, a.epochs, store))
     base = {
         k: statistics.median(r[k] for r in results["none"]) for k in ("process", "training", "cpu")
     }
