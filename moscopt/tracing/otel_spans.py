@@ -253,8 +253,10 @@ def _key(event: BaseEvent) -> tuple[int, int, str] | None:
 
 
 def _fields(event: BaseEvent) -> dict[str, Any]:
-    """The event's scalar fields (no bulky text: no response, diff, patch, reasoning)."""
-    skip = {"t", "type", "response", "diff", "patch", "reasoning", "outcomes", "samples", "answer"}
+    """The event's fields, without model text (response, answer, reasoning, insight, the
+    grader's detail) or bulky ones (diff, patch, outcomes, samples)."""
+    skip = {"t", "type", "response", "diff", "patch", "reasoning", "outcomes", "samples", "answer",
+            "detail", "insight"}  # fmt: skip
     data = event.model_dump(mode="json", exclude_defaults=True)
     return {k: v for k, v in data.items() if k not in skip}
 

@@ -25,13 +25,15 @@ def run_info(
     name: str,
     *,
     path: Path | None = None,
+    created: str = "",
     resumed: bool = False,
     **attributes: Any,
 ) -> RunInfo:
-    """The run `name` of `kind`; a run directory's id is a digest of its path (the same in
-    every process of the run), an evaluation's a fresh one."""
+    """The run `name` of `kind`; a run directory's id is a digest of its path and `created`
+    (the same in every process of the run, and not a deleted run's of the same path), an
+    evaluation's a fresh one."""
     if path is not None:
-        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(f"{path.resolve()}\n{created}".encode()).hexdigest()[:16]
         run_id = f"moscopt-{digest}"
     else:
         run_id = f"moscopt-{uuid.uuid4().hex[:16]}"
@@ -61,6 +63,7 @@ def train_info(run: RunDir, config: Config, benchmark: str, *, resumed: bool) ->
         "train",
         run.path.name,
         path=run.path.resolve(),
+        created=run.load_state().created_at,
         resumed=resumed,
         benchmark=benchmark,
         n=config.pool.n,
