@@ -152,63 +152,53 @@ def _train(
 ) -> TrainOutcome:
     """Train `run` from `state`, its saved state (read once, by the caller, under its lock),
     watched by the observers of `tracing.observers` (`moscopt.tracing`), if any."""
-    with train_tracing(run, config, bench.name, progress, resumed=resumed) as (told, ended):
-        outcome = _train_run(run, config, bench, splits, told, state=state, resumed=resumed)
-        ended()
-        return outcome
-
-
-def _train_run(
-    run: RunDir,
-    config: Config,
-    bench: Benchmark,
-    splits: Splits,
-    progress: Callable[[dict[str, Any]], None] | None,
-    *,
-    state: RunState,
-    resumed: bool,
-) -> TrainOutcome:
     from moscopt.lm.errors import LMFatalError
 
-    first = state.val_history[0].score if state.val_history else None
-    with open_lms(
-        config,
-        run,
-        roles=("agent", "optimizer"),
-        used_calls=state.totals.calls,
-        used_cost=state.totals.cost,
-        log_events=True,
-        bench=bench,
-    ) as lms:
-        assert lms.optimizer is not None
-        if progress is not None:  # a deployment that goes down or comes back: the display
-            _show_deployments(lms.agent, progress)
-        trainer = make_trainer(
-            run=run,
-            config=config,
-            benchmark=bench,
-            splits=splits,
-            agent_lm=lms.agent,
-            optimizer_lm=lms.optimizer,
-            progress=progress,
-            state=state,
+    with train_tracing(run, config, bench.name, progress, resumed=resumed) as (progress, ended):
+        first = state.val_history[0].score if state.val_history else None
+        with open_lms(
+            config,
+            run,
+            roles=("agent", "optimizer"),
+            used_calls=state.totals.calls,
+            used_cost=state.totals.cost,
+            log_events=True,
+            bench=bench,
+        ) as lms:
+            assert lms.optimizer is not None
+            if progress is not None:  # a deployment that goes down or comes back: the display
+                _show_deployments(lms.agent, progress)
+            trainer = make_trainer(
+                run=run,
+                config=config,
+                benchmark=bench,
+                splits=splits,
+                agent_lm=lms.agent,
+                optimizer_lm=lms.optimizer,
+                progress=progress,
+                state=state,
+            )
+            if progress is not None:  # the display's ETA during the first epoch
+                trainer.ctx.planned_calls = planned_calls(
+                    config, bench, splits, trainer.pool, state
+                )
+            try:
+                asyncio.run(trainer.train())
+            except (LMFatalError, KeyboardInterrupt):
+                _mark_stopped(run)
+                raise
+        final = trainer.state
+        before = (
+            first
+            if first is not None
+            else (final.val_history[0].score if final.val_history else None)
         )
-        if progress is not None:  # the display's ETA during the first epoch
-            trainer.ctx.planned_calls = planned_calls(config, bench, splits, trainer.pool, state)
-        try:
-            asyncio.run(trainer.train())
-        except (LMFatalError, KeyboardInterrupt):
-            _mark_stopped(run)
-            raise
-    final = trainer.state
-    before = (
-        first if first is not None else (final.val_history[0].score if final.val_history else None)
-    )
-    from moscopt.optimizer.engine.certificate import latest
+        from moscopt.optimizer.engine.certificate import latest
 
-    certificate = latest(run, final) if config.training.certificate_samples else None
-    changed = _changed(run, final)
-    return TrainOutcome(run, before, final.cursor.best_val, resumed, changed, certificate)
+        certificate = latest(run, final) if config.training.certificate_samples else None
+        changed = _changed(run, final)
+        ended()
+        return TrainOutcome(run, before, final.cursor.best_val, resumed, changed, certificate)
 
 
 def planned_calls(

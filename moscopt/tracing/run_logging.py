@@ -45,12 +45,31 @@ def _tags(run: RunInfo) -> dict[str, str]:
     }
 
 
-class MlflowObserver:
-    name = "mlflow"
+class _RunLogger:
+    """What both run loggers share: a row of metrics per completed step (`StepRows`), handed to
+    `_log` with its step."""
+
+    name = ""
 
     def __init__(self) -> None:
         self._rows = StepRows()
         self._step = 0
+
+    def event(self, event: BaseEvent) -> None:
+        self._rows.event(event)
+
+    def progress(self, update: Mapping[str, Any]) -> None:
+        row = self._rows.row(update)
+        if row is not None:
+            self._step, metrics = row
+            self._log(metrics, self._step)
+
+    def _log(self, metrics: Mapping[str, float], step: int) -> None:
+        raise NotImplementedError
+
+
+class MlflowObserver(_RunLogger):
+    name = "mlflow"
 
     def start(self, run: RunInfo) -> None:
         from mlflow import MlflowClient
@@ -75,15 +94,6 @@ class MlflowObserver:
         for i in range(0, len(params), BATCH):
             client.log_batch(self.run_id, params=params[i : i + BATCH])
 
-    def event(self, event: BaseEvent) -> None:
-        self._rows.event(event)
-
-    def progress(self, update: Mapping[str, Any]) -> None:
-        row = self._rows.row(update)
-        if row is not None:
-            self._step, metrics = row
-            self._log(metrics, self._step)
-
     def finish(self, end: RunEnd) -> None:
         self._log(dict(end.metrics), self._step)
         if self.run.artifacts:
@@ -104,12 +114,8 @@ class MlflowObserver:
         self.client.log_batch(self.run_id, metrics=rows)
 
 
-class WandbObserver:
+class WandbObserver(_RunLogger):
     name = "wandb"
-
-    def __init__(self) -> None:
-        self._rows = StepRows()
-        self._step = 0
 
     def start(self, run: RunInfo) -> None:
         import wandb
@@ -128,14 +134,8 @@ class WandbObserver:
             reinit="create_new",
         )
 
-    def event(self, event: BaseEvent) -> None:
-        self._rows.event(event)
-
-    def progress(self, update: Mapping[str, Any]) -> None:
-        row = self._rows.row(update)
-        if row is not None:
-            self._step, metrics = row
-            self.wb.log(metrics, step=max(self._step, self.wb.step))
+    def _log(self, metrics: Mapping[str, float], step: int) -> None:
+        self.wb.log(dict(metrics), step=max(step, self.wb.step))
 
     def finish(self, end: RunEnd) -> None:
         import wandb
