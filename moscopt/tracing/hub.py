@@ -169,7 +169,7 @@ def traced(
     given: nothing is built). A run that raises is finished as `stopped` (interrupted, a
     fatal LM error: it can resume) or `failed`, and the exception goes on; a run that returns
     without `finish` is finished as `done`."""
-    wanted: list[str | Observer] = [*config.tracing.observers, *observers]
+    wanted: list[str | Observer] = [*dict.fromkeys(config.tracing.observers), *observers]
     if not wanted:
         yield None
         return

@@ -189,3 +189,14 @@ def test_the_library_api_traces_by_its_config(
     assert [u["event"] for u in seen.updates].count("step") >= 1
     (end,) = seen.ended
     assert end.status == "done" and end.metrics["val_after"] == result.after
+
+
+def test_trace_comes_from_the_environment_once_per_observer(
+    project: Path, plugged: dict[str, Recording], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOSCOPT_TRACE", "wandb otel wandb")
+    with FakeServer(responder=server_responder) as server:
+        result = runner.invoke(app, train_args(server.url, steps=1))
+    assert result.exit_code == 0, result.output
+    assert set(plugged) == {"wandb", "otel"}
+    assert all(len(r.started) == 1 and len(r.ended) == 1 for r in plugged.values())
