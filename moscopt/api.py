@@ -134,6 +134,8 @@ def train(
     from moscopt.core.resources import seed_skills_dir
     from moscopt.core.skills import Pool
     from moscopt.run.rundir import RunDir, new_run_path
+    from moscopt.tracing import check_observers
+    from moscopt.tracing.runs import train_tracing
 
     cfg = config_of(config, lm, optimizer_lm)
     bench, splits, ref = benchmark_of(cfg, tasks, grader, benchmark, instructions)
@@ -146,7 +148,9 @@ def train(
         if state.splits and state.splits != splits.ids():
             raise UserError("these tasks do not give the run's splits", path=run.state_path)
         cfg = run.load_config()
+        check_observers(cfg)
     else:
+        check_observers(cfg)
         if isinstance(skills, Pool):
             pool = skills
             pool_warnings(len(pool), cfg)
@@ -154,7 +158,11 @@ def train(
             pool, _ = starting_pool(Path(skills) if skills else seed_skills_dir(), cfg)
         path = Path(run_dir) if run_dir else new_run_path(Path(cfg.runs_dir), bench.name)
         run = create_run(path, cfg, pool, ref, splits)
-    with run.locked(), lms_of(cfg, run, lm, optimizer_lm) as (agent_lm, opt_lm):
+    with (
+        run.locked(),
+        lms_of(cfg, run, lm, optimizer_lm) as (agent_lm, opt_lm),
+        train_tracing(run, cfg, bench.name, progress, resumed=resume) as (told, ended),
+    ):
         trainer = make_trainer(
             run=run,
             config=cfg,
@@ -162,9 +170,10 @@ def train(
             splits=splits,
             agent_lm=agent_lm,
             optimizer_lm=opt_lm,
-            progress=progress,
+            progress=told,
         )
         run_sync(lambda: trainer.train())
+        ended()
     s = trainer.state
     return TrainResult(
         run_dir=run.path,

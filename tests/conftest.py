@@ -17,7 +17,13 @@ def _isolated_home(
     monkeypatch.setenv("MOSCOPT_HOME", str(home / ".moscopt"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))  # the user's config file
-    for name in ("MOSCOPT_USER_CONFIG", "MOSCOPT_MODEL", "MOSCOPT_API_BASE", "MOSCOPT_CONFIG"):
+    for name in (
+        "MOSCOPT_USER_CONFIG",
+        "MOSCOPT_MODEL",
+        "MOSCOPT_API_BASE",
+        "MOSCOPT_CONFIG",
+        "MOSCOPT_TRACE",
+    ):
         monkeypatch.delenv(name, raising=False)  # a developer's shell sets no test's options
     return home
 

@@ -11,10 +11,10 @@ optimizer model's key) and always closes what it built.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from moscopt.agent.build import agent_for
 from moscopt.config import Config
@@ -209,6 +209,7 @@ def open_lms(
     used_cost: float = 0.0,
     log_events: bool = False,
     bench: Benchmark | None = None,
+    observe: Callable[[dict[str, Any]], None] | None = None,
 ) -> Iterator[LMs]:
     """The LMs of `roles`, sharing one budget and the project's response cache; closed on exit.
 
@@ -218,7 +219,8 @@ def open_lms(
 
     Only training logs its calls in the run's events.jsonl (`log_events`): the log belongs to
     the trainer, which rewinds it to its last save when a run resumes. Evaluation, export and
-    routing report their calls in their own output instead.
+    routing report their calls in their own output instead, and to `observe` (tracing) if
+    given: one record per call, as the LM layer's sink has it.
     """
     from moscopt.lm import Budget, build_lm
     from moscopt.lm.cache import RECORD_FILE, shared_cache_dir
@@ -230,7 +232,7 @@ def open_lms(
     # The response cache is the project's, shared by its runs; the run records what it used.
     cache_dir = shared_cache_dir(config.llm, run_path=run.path if run is not None else None)
     record = run.cache_dir / RECORD_FILE if run is not None else None
-    events = None
+    events: Callable[[dict[str, Any]], None] | None = observe
     if run is not None and log_events:
         from moscopt.run.ledger import CallSink  # the run's event models: only when logging
 

@@ -20,6 +20,7 @@ RESUMABLE = (
     "llm.max_retries",
     "llm.max_error_rate",
     "training.certificate_samples",  # the end-of-run certificate takes no decision
+    "tracing.observers",  # what watches the run changes none of its decisions
 )
 
 

@@ -34,6 +34,8 @@ from moscopt.planning.feasibility import config_notes
 from moscopt.routing.build import gate_stats, make_router
 from moscopt.run.eval_files import new_results_path
 from moscopt.run.fsio import atomic_write_text
+from moscopt.tracing import check_observers
+from moscopt.tracing.runs import eval_tracing, train_tracing
 
 if TYPE_CHECKING:
     from moscopt.agent.evaluate import EvalResult
@@ -82,6 +84,7 @@ def train(
         data = config.data.model_copy(update={"path": str(Path(config.data.path).resolve())})
         config = config.model_copy(update={"data": data})
     check_models(config)
+    check_observers(config)
     from moscopt.run.rundir import new_run_path
 
     path = run_path or new_run_path(project_root / config.runs_dir, bench.name)
@@ -131,6 +134,7 @@ def resume(
                 field="splits",
             )
         check_models(config)
+        check_observers(config)
         if config != frozen:
             atomic_write_text(run.config_path, config.to_yaml())
         return _train(run, config, bench, splits, progress, state=state, resumed=True)
@@ -146,48 +150,55 @@ def _train(
     state: RunState,
     resumed: bool,
 ) -> TrainOutcome:
-    """Train `run` from `state`, its saved state (read once, by the caller, under its lock)."""
+    """Train `run` from `state`, its saved state (read once, by the caller, under its lock),
+    watched by the observers of `tracing.observers` (`moscopt.tracing`), if any."""
     from moscopt.lm.errors import LMFatalError
 
-    first = state.val_history[0].score if state.val_history else None
-    with open_lms(
-        config,
-        run,
-        roles=("agent", "optimizer"),
-        used_calls=state.totals.calls,
-        used_cost=state.totals.cost,
-        log_events=True,
-        bench=bench,
-    ) as lms:
-        assert lms.optimizer is not None
-        if progress is not None:  # a deployment that goes down or comes back: the display
-            _show_deployments(lms.agent, progress)
-        trainer = make_trainer(
-            run=run,
-            config=config,
-            benchmark=bench,
-            splits=splits,
-            agent_lm=lms.agent,
-            optimizer_lm=lms.optimizer,
-            progress=progress,
-            state=state,
+    with train_tracing(run, config, bench.name, progress, resumed=resumed) as (progress, ended):
+        first = state.val_history[0].score if state.val_history else None
+        with open_lms(
+            config,
+            run,
+            roles=("agent", "optimizer"),
+            used_calls=state.totals.calls,
+            used_cost=state.totals.cost,
+            log_events=True,
+            bench=bench,
+        ) as lms:
+            assert lms.optimizer is not None
+            if progress is not None:  # a deployment that goes down or comes back: the display
+                _show_deployments(lms.agent, progress)
+            trainer = make_trainer(
+                run=run,
+                config=config,
+                benchmark=bench,
+                splits=splits,
+                agent_lm=lms.agent,
+                optimizer_lm=lms.optimizer,
+                progress=progress,
+                state=state,
+            )
+            if progress is not None:  # the display's ETA during the first epoch
+                trainer.ctx.planned_calls = planned_calls(
+                    config, bench, splits, trainer.pool, state
+                )
+            try:
+                asyncio.run(trainer.train())
+            except (LMFatalError, KeyboardInterrupt):
+                _mark_stopped(run)
+                raise
+        final = trainer.state
+        before = (
+            first
+            if first is not None
+            else (final.val_history[0].score if final.val_history else None)
         )
-        if progress is not None:  # the display's ETA during the first epoch
-            trainer.ctx.planned_calls = planned_calls(config, bench, splits, trainer.pool, state)
-        try:
-            asyncio.run(trainer.train())
-        except (LMFatalError, KeyboardInterrupt):
-            _mark_stopped(run)
-            raise
-    final = trainer.state
-    before = (
-        first if first is not None else (final.val_history[0].score if final.val_history else None)
-    )
-    from moscopt.optimizer.engine.certificate import latest
+        from moscopt.optimizer.engine.certificate import latest
 
-    certificate = latest(run, final) if config.training.certificate_samples else None
-    changed = _changed(run, final)
-    return TrainOutcome(run, before, final.cursor.best_val, resumed, changed, certificate)
+        certificate = latest(run, final) if config.training.certificate_samples else None
+        changed = _changed(run, final)
+        ended()
+        return TrainOutcome(run, before, final.cursor.best_val, resumed, changed, certificate)
 
 
 def planned_calls(
@@ -269,6 +280,7 @@ def evaluate(
     if split not in ("train", "val", "test", "all"):  # before any data is loaded
         raise UserError(f"unknown split '{split}' (train, val, test or all)", field="split")
     reps: int | str = "auto" if repeats == "auto" else _positive(repeats)
+    check_observers(config)
     run: RunDir | None = None
     state: RunState | None = None
     if run_path is not None:  # the run's models are imported only for a run
@@ -331,7 +343,10 @@ def evaluate(
     if out is None:  # never an earlier evaluation's file: the next free name
         folder = run.exports_dir if run is not None else Path()
         out = new_results_path(folder, bench.name, split, mode)
-    with open_lms(config, run, roles=("agent",), bench=bench) as lms:
+    with (
+        eval_tracing(config, bench.name, split, mode) as (observe, ended),
+        open_lms(config, run, roles=("agent",), bench=bench, observe=observe) as lms,
+    ):
         router = make_router(config, pool, lms.agent, stats=stats, table=table)
         if deployment is not None and deployment.router is not None:
             router = deployment.router.router(pool)  # the familiarity router: no LLM call
@@ -354,7 +369,8 @@ def evaluate(
                     out=out,  # streamed there as the rollouts complete
                 )
             )
-    return EvalOutcome(result, bench.name, split, mode, out)
+        outcome = ended(EvalOutcome(result, bench.name, split, mode, out))
+    return outcome
 
 
 def _every_task(config: Config, name: str | None) -> tuple[Benchmark, list[Task]]:

@@ -56,6 +56,7 @@ def eval_cmd(
         "earlier evaluation's file.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
+    trace: list[c.TracerName] | None = o.trace_option(),
 ) -> None:
     """Evaluate the no-skill baseline or a skill pool on a benchmark split."""
     import json
@@ -63,7 +64,8 @@ def eval_cmd(
     from moscopt.app import runner
     from moscopt.app.eval_choice import choose_eval
 
-    flags, json_out = opts.overrides(), opts.json_out
+    flags = opts.overrides(**{"tracing.observers": [t.value for t in trace] if trace else None})
+    json_out = opts.json_out
     choice = choose_eval(
         flags=flags, config_path=opts.config, run=run, skills=skills, export=export,
         benchmark=benchmark, tasks=tasks, split=split, mode=mode,

@@ -96,6 +96,7 @@ FLAG_OF = {
     "optimizer.acceptance": "--acceptance",
     "gating.policy": "--gate",
     "gating.granularity": "--gating",
+    "tracing.observers": "--trace",
 }
 
 
@@ -232,6 +233,17 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
     "json_out": (bool, typer.Option(False, "--json", help="Machine-readable output.")),
 }
 MODEL_OPTIONS = tuple(n for n in OPTIONS if n != "json_out")
+
+
+def trace_option() -> Any:
+    """`--trace`, of `train` and `eval`: the observers that record the run (`moscopt.tracing`)."""
+    return typer.Option(
+        None,
+        "--trace",
+        envvar="MOSCOPT_TRACE",
+        help="Record the run with an observer: otel (OpenTelemetry spans), mlflow or wandb; "
+        "repeatable; each needs its extra (pip install 'moscopt[otel]'). Sets tracing.observers.",
+    )
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ def train_cmd(
         help="Skip the certificate at the end (the final pool against the seed pool on the "
         "test split, paired per task; its cost is in moscopt plan).",
     ),
+    trace: list[c.TracerName] | None = o.trace_option(),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the plan (moscopt plan) and stop: no training."
     ),
@@ -98,6 +99,7 @@ def train_cmd(
             "evolution.cobreed": False if no_cobreeding else None,
             "agent.progressive_disclosure": False if no_progressive_disclosure else None,
             "training.certificate_samples": 0 if no_certificate else None,
+            "tracing.observers": [t.value for t in trace] if trace else None,
         },
     )
     if no_pilot and not dry_run:  # a flag that does not apply is never ignored

@@ -27,6 +27,7 @@ from moscopt.config.runtime import (
     RoutingConfig,
     SamplingConfig,
     SearchToolConfig,
+    TracingConfig,
     check_api_base,
 )
 from moscopt.config.sections import (
@@ -64,6 +65,7 @@ __all__ = [
     "SamplingConfig",
     "SearchToolConfig",
     "Section",
+    "TracingConfig",
     "TrainingConfig",
     "check_api_base",
     "load_config",

@@ -16,6 +16,7 @@ from moscopt.config.runtime import (
     LLMConfig,
     MemoryConfig,
     SamplingConfig,
+    TracingConfig,
     check_api_base,
 )
 from moscopt.config.sections import (
@@ -61,6 +62,7 @@ class Config(Section):
     data: DataConfig = Field(default_factory=DataConfig)
     niches: NichesConfig = Field(default_factory=NichesConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
 
     @field_validator("api_base")
     @classmethod

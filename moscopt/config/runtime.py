@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 from moscopt.config.sections import Section
+from moscopt.core.choices import Tracer
 
 _AUTHORITY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?//([^/?#]*)")
 
@@ -222,3 +223,20 @@ class DataConfig(Section):
     # the split sizes and seed of the benchmark's spec, replaced (e.g. {train: 20, test: 200})
     split_sizes: dict[Literal["train", "val", "test"], NonNegativeInt] | None = None
     split_seed: int | None = None
+
+
+class TracingConfig(Section):
+    """Observers that record a run for a team's tools (`moscopt.tracing`); none by default."""
+
+    observers: list[Tracer] = Field(
+        default_factory=list,
+        description="otel (OpenTelemetry spans), mlflow, wandb (run logging); each needs its extra",
+    )
+    project: str | None = Field(
+        None,
+        description="MLflow experiment / W&B project (default: MLFLOW_EXPERIMENT_NAME or "
+        "WANDB_PROJECT, else moscopt)",
+    )
+    artifacts: bool = Field(
+        True, description="log the final skills and config (train), the results file (eval)"
+    )

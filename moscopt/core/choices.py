@@ -7,6 +7,7 @@ shell completion. Standard library only: the command modules import it when they
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 Acceptance = Literal["strict", "paired"]
@@ -18,3 +19,12 @@ RouteMode = Literal["mixture", "static", "router", "agents"]
 Split = Literal["train", "val", "test", "all"]
 CompareWith = Literal["gepa", "skillopt-mode", "none"]
 StreamOrder = Literal["given", "shuffled"]
+Tracer = Literal["otel", "mlflow", "wandb"]
+
+
+class TracerName(StrEnum):
+    """`Tracer` for a repeatable option (typer takes no list of a Literal): the same values."""
+
+    otel = "otel"
+    mlflow = "mlflow"
+    wandb = "wandb"

@@ -311,9 +311,13 @@ def parse_event(line: str | bytes) -> Event:
 class EventLog:
     """Append-only JSONL of typed events. Thread-safe; one `write` per event."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, listeners: list[Callable[[BaseEvent], None]] | None = None
+    ) -> None:
+        """`listeners` are told each event once it is written (tracing: `RunDir.watch`)."""
         self.path = path
         self._lock = threading.Lock()
+        self.listeners = listeners if listeners is not None else []
         repair_jsonl_tail(path)
 
     def append(self, event: BaseEvent) -> int:
@@ -325,6 +329,8 @@ class EventLog:
         with self._lock:
             offset = self.path.stat().st_size if self.path.exists() else 0
             append_line(self.path, line)
+        for listener in self.listeners:
+            listener(event)
         return offset
 
     def read_at(self, offsets: Sequence[int]) -> list[Event]:

@@ -31,7 +31,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -42,7 +42,7 @@ from moscopt.core.skills import Pool
 from moscopt.core.validation import user_error
 from moscopt.errors import UserError
 from moscopt.run.fsio import atomic_write_json, atomic_write_text, make_dirs, read_text, storage
-from moscopt.run.ledger import Event, EventLog
+from moscopt.run.ledger import BaseEvent, Event, EventLog
 from moscopt.run.ledger_read import check_ledger, read_events
 from moscopt.run.oslock import try_lock, unlock
 from moscopt.run.state import RunState, SchemaTooNew, migrate
@@ -59,6 +59,7 @@ class RunDir:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._events: EventLog | None = None
+        self._listeners: list[Callable[[BaseEvent], None]] = []  # shared by its EventLogs
         self._lock_fd: int | None = None
         self._dumped: str | None = None  # digest of the pool this object last wrote to skills/
         self._hashed: tuple[int, hashlib._Hash] | None = None  # events.jsonl bytes hashed so far
@@ -96,8 +97,15 @@ class RunDir:
     @property
     def events(self) -> EventLog:
         if self._events is None:
-            self._events = EventLog(self.events_path)
+            self._events = EventLog(self.events_path, self._listeners)
         return self._events
+
+    def watch(self, listener: Callable[[BaseEvent], None]) -> None:
+        """Tell `listener` each event appended to this run's log from now on (tracing)."""
+        self._listeners.append(listener)
+
+    def unwatch(self, listener: Callable[[BaseEvent], None]) -> None:
+        self._listeners.remove(listener)
 
     # -- lifecycle -------------------------------------------------------------------------------
 

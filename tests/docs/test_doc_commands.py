@@ -56,7 +56,14 @@ def commands_in(lang: str, line: str) -> Iterator[list[str]]:
     tokens = list(lexer)
     current: list[str] | None = None
     at_start = True
+    redirected = False
     for token in tokens:
+        if redirected:  # the file of a redirection
+            redirected = False
+            continue
+        if re.fullmatch(r"\d?(>>?|<)(&\d)?", token):  # `> out`, `2>&1`: the shell's, not moscopt's
+            redirected = "&" not in token
+            continue
         if token in OPERATORS or set(token) <= set("();|&"):
             if current is not None:
                 yield current
