@@ -21,7 +21,10 @@ every product's shape is the text's own, and OpenBLAS runs on one thread (the em
 sets it; `workers` threads encode texts side by side instead). On 180 texts (9,828 tokens) one
 worker took 7.2-7.8 s where shared 1,024-token passes took 6.6 s; two workers 5.1 s where
 passes on two OpenBLAS threads took 6.0 s (the offline benchmark's prompts and the README in
-3,000-character pieces, measured at load about 1).
+3,000-character pieces, measured at load about 1). With the erf in two pieces and attention
+worked in place (the same bytes), 32 skill bodies of 256 tokens took 4.7 s of CPU on one worker,
+where they took 7.2 s (`python scripts/bench_scale.py`'s project; GELU 1.2 s, attention 0.9 s,
+the dense products most of the rest).
 """
 
 from __future__ import annotations
