@@ -21,7 +21,15 @@ from moscopt.errors import UserError
 from moscopt.report.plot import Curve, draw_curve
 from moscopt.report.render import Block, render_html, render_markdown
 from moscopt.report.routing import routing_blocks
-from moscopt.report.sections import embed_images, extra_blocks, side_images, with_image
+from moscopt.report.sections import (
+    VIEW_KINDS,
+    RunViews,
+    embed_images,
+    extra_blocks,
+    side_images,
+    views_of,
+    with_image,
+)
 from moscopt.report.tables import edit_links, edits_table, evolution_table, full_edit_blocks
 from moscopt.report.tables import fmt as _f
 from moscopt.run.eval_files import parse_name
@@ -67,7 +75,11 @@ def write_report(
     written; the run's own report (no `out`) is always overwritten. A write that fails removes
     the files this call had created, so a failed report leaves no stray image."""
     state = run.load_state()
-    history = History.load(run, state, kinds=CORE_KINDS | {"llm_call"})
+    # the ledger is read once, for the history (the curve's calls too) and the views
+    events = run.read_events(state, CORE_KINDS | VIEW_KINDS)
+    history = History(
+        run, state, [e for e in events if e.type in CORE_KINDS or e.type == "llm_call"]
+    )
     path = default_output(run, out, html_out)
     if out is not None:
         check_output_path(out)
@@ -86,7 +98,7 @@ def write_report(
     else:
         files[plot_path] = png
         plot = plot_path
-    blocks = build_blocks(run, history, plot, now or datetime.now(UTC))
+    blocks = build_blocks(run, history, views_of(events), plot, now or datetime.now(UTC))
     if html_out:  # the page stands alone: every image embedded
         blocks = embed_images(with_image(blocks, plot, png), path.parent)
     else:  # Markdown links the PNGs written beside it
@@ -188,7 +200,9 @@ def eval_rows(run: RunDir) -> list[dict[str, Any]]:
 # -- the plot ------------------------------------------------------------------------------------
 
 
-def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime) -> list[Block]:
+def build_blocks(
+    run: RunDir, history: History, views: RunViews, plot: Path | None, now: datetime
+) -> list[Block]:
     state = history.state
     config = run.load_config()
     pool = run.load_pool(state)
@@ -291,7 +305,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
     if evolutions:
         blocks.append(("h2", "Evolution"))
         blocks.append(evolution_table(evolutions))
-    blocks.extend(extra_blocks(run, state, config))  # moscopt.report.sections
+    blocks.extend(extra_blocks(state, config, views))  # moscopt.report.sections
     blocks.extend(routing_blocks(run, state))  # specialization, memory, transfer channels
     blocks.append(("h2", "Final pool"))
     blocks.append(

@@ -31,8 +31,7 @@ from moscopt.routing.gate import (
     fallback_hint,
 )
 from moscopt.run.call_timing import queueing_words
-from moscopt.run.ledger import EditEvent, LLMCall, RolloutEvent
-from moscopt.run.rundir import RunDir
+from moscopt.run.ledger import EditEvent, Event, LLMCall, RolloutEvent
 from moscopt.run.state import RunState
 
 
@@ -46,9 +45,13 @@ class RunViews:
     times: list[datetime] = field(default_factory=list)
 
 
-def read_views(run: RunDir, state: RunState) -> RunViews:
-    kinds = {"rollout", "llm_call", "edit", "train_start", "epoch_end", "validation"}
-    events = run.read_events(state, kinds)
+# the ledger's kinds the views read (the page reads them with the history's, in one pass)
+VIEW_KINDS = frozenset({"rollout", "llm_call", "edit", "train_start", "epoch_end", "validation"})
+
+
+def views_of(events: Sequence[Event]) -> RunViews:
+    """The views' data from the run's events (those of `VIEW_KINDS` are used)."""
+    events = [e for e in events if e.type in VIEW_KINDS]
     times = sorted(t for t in (_time(e.t) for e in events) if t is not None)
     return RunViews(
         rollouts=[e for e in events if isinstance(e, RolloutEvent)],
@@ -171,10 +174,9 @@ def calls_by_purpose(calls: Sequence[LLMCall]) -> list[list[str]]:
 # -- blocks --------------------------------------------------------------------------------------
 
 
-def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
+def extra_blocks(state: RunState, config: Config, views: RunViews) -> list[Block]:
     """The report's sections after the evaluated modes (see the module docstring)."""
     beta = config.credit.beta
-    views = read_views(run, state)
     blocks: list[Block] = []
     failed, answered = gate_fallback(views.rollouts)
     decided = [e for e in views.edits if e.status in ("accepted", "rejected")]
