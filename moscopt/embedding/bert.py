@@ -161,7 +161,7 @@ class BertEncoder:
         # in place: on 256 tokens the 12 x 256 x 256 scores are 3 MiB, and each new array of
         # them cost more than its arithmetic (11.3 ms a layer with four such arrays, 4.0 ms
         # in place, the same bytes)
-        scores = q @ k.transpose(0, 2, 1)
+        scores: Array = q @ k.transpose(0, 2, 1)
         scores *= np.float32(size**-0.5)
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)

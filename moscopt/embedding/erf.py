@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,8 +45,9 @@ def coefficients(piece: int) -> tuple[float, ...]:
         x = np.sqrt(low + (u + 1) * ((high - low) / 2))
         return np.array([math.erf(v) / v if v > 0 else 2 / math.sqrt(math.pi) for v in x])
 
-    series = chebyshev.chebinterpolate(h, degree)
-    return tuple(float(c) for c in chebyshev.cheb2poly(series)[::-1])
+    series: Any = chebyshev.chebinterpolate(h, degree)  # numpy's stubs type it as scalars
+    power: Any = chebyshev.cheb2poly(series)
+    return tuple(float(c) for c in power[::-1])
 
 
 def _horner(

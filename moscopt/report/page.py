@@ -1,11 +1,11 @@
 """`moscopt report`: a Markdown (or HTML) page about one run, with a learning-curve plot. It holds
 the run's settings and totals, the learning curve (validation score per step and cumulative LLM
-calls and cost per step, a PNG next to the page), the best validation score per epoch, the
+calls and cost per step, an SVG next to the page), the best validation score per epoch, the
 comparison of evaluated deployment modes (from `<run>/exports/eval-*.jsonl`), every edit decision,
 every evolution cycle, the run's health and routing (`report.sections`,
 `report.routing`) and the final pool with its Q-scores. Apart from the generation time in its
-second line, the output is a function of the run directory. matplotlib is optional
-(`pip install moscopt[report]`) and imported only to draw; without it the page says so.
+second line, the output is a function of the run directory. The charts are SVG the report writes
+itself (`report.plot`): no plotting library is needed.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from moscopt.run.state import calls_words
 @dataclass
 class ReportResult:
     path: Path
-    plot: Path | None
+    plot: Path
     notes: list[str] = field(default_factory=list)
 
 
@@ -84,24 +84,14 @@ def write_report(
     if out is not None:
         check_output_path(out)
         check_output_path(path)
-    plot_path = path.with_name(f"{path.stem}-curve.png")
-    curve = learning_curve(history)
+    plot = path.with_name(f"{path.stem}-curve.svg")
     notes = list(history.warnings)
-    png = draw_curve(curve)
-    files: dict[Path, bytes] = {}
-    if png is None:
-        notes.append(
-            "matplotlib is not installed: report written without the learning-curve plot "
-            "(pip install 'moscopt[report]')"
-        )
-        plot: Path | None = None
-    else:
-        files[plot_path] = png
-        plot = plot_path
+    svg = draw_curve(learning_curve(history))
+    files: dict[Path, bytes] = {plot: svg}
     blocks = build_blocks(run, history, views_of(events), plot, now or datetime.now(UTC))
     if html_out:  # the page stands alone: every image embedded
-        blocks = embed_images(with_image(blocks, plot, png), path.parent)
-    else:  # Markdown links the PNGs written beside it
+        blocks = embed_images(with_image(blocks, plot, svg), path.parent)
+    else:  # Markdown links the images written beside it
         blocks, images = side_images(blocks, path.stem)
         files.update({path.parent / name: data for name, data in images.items()})
     text = render_html(blocks, run.path.name) if html_out else render_markdown(blocks)
@@ -201,7 +191,7 @@ def eval_rows(run: RunDir) -> list[dict[str, Any]]:
 
 
 def build_blocks(
-    run: RunDir, history: History, views: RunViews, plot: Path | None, now: datetime
+    run: RunDir, history: History, views: RunViews, plot: Path, now: datetime
 ) -> list[Block]:
     state = history.state
     config = run.load_config()
@@ -238,20 +228,15 @@ def build_blocks(
         ),
         ("h2", "Learning curve"),
     ]
-    if plot is not None:
-        blocks.append(("img", "learning curve", plot.name))
-        blocks.append(
-            (
-                "p",
-                "Top: validation score of the current pool per step (line), of accepted edits "
-                "(dots) and of rejected candidates (crosses). Bottom: cumulative LLM calls "
-                "and cost.",
-            )
+    blocks.append(("img", "learning curve", plot.name))
+    blocks.append(
+        (
+            "p",
+            "Top: validation score of the current pool per step (line), of accepted edits "
+            "(dots) and of rejected candidates (crosses). Bottom: cumulative LLM calls "
+            "and cost.",
         )
-    else:
-        blocks.append(
-            ("p", "(no plot: matplotlib is not installed; `pip install 'moscopt[report]'`)")
-        )
+    )
     per_epoch: dict[int, list[float]] = defaultdict(list)
     for p in state.val_history:
         per_epoch[p.epoch].append(p.score)
