@@ -322,10 +322,11 @@ def _since(history: History, name: str) -> str:
 
 def _certificate_cell(run: RunDir, history: History) -> str:
     """The run's last certificate line (final vs seed pool on held-out tasks), or why none."""
-    from moscopt.optimizer.engine.certificate import line
     from moscopt.run.ledger import CertificateEvent
 
     found = [e for e in history.events if isinstance(e, CertificateEvent)]
     if not found:
         return "none (the run has not ended, or ran with --no-certificate)"
+    from moscopt.optimizer.engine.certificate import line
+
     return line(found[-1], run).removeprefix("certificate: ")
