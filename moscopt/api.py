@@ -5,7 +5,7 @@
     rows = [{"question": "What is 17 + 25?", "answer": "42"}, ...]
     result = moscopt.train(
         rows,
-        grader="numeric",                       # or a function (response, row) -> float | bool
+        grader="numeric",                       # or a function (row, response) -> float | bool
         instructions="End with FINAL ANSWER: <n>",
         lm="openai/gpt-4.1-mini",               # a model string, an `LM`, or a function
         config={"pool.k": 2, "training.epochs": 1},
@@ -117,7 +117,7 @@ def train(
     or `benchmark`; a new run in `run_dir` (default `runs/<name>-<time>`), or with `resume` the
     run there continued (give the same tasks).
 
-    `grader`: a grader name (exact, numeric, math, choice, ...) or `(response, row) -> float |
+    `grader`: a grader name (exact, numeric, math, choice, ...) or `(row, response) -> float |
     bool`; `instructions`: the answer format the agent is told; `config`: a `Config`, dotted
     keys (`{"pool.k": 2}`) or a moscopt.yaml path; `lm` / `optimizer_lm`: a model string, an
     `LM`, or a function `(messages, purpose=...) -> str`; `progress`: called with each event.

@@ -11,6 +11,11 @@ the tasks mined. (A request the scrubber changed, the Claude Code session that p
 which the harvest keeps once.)
 No model is called (the deterministic miner).
 
+    python scripts/bench_harvest.py --grouping --n 1000 4000
+
+times the grouping of near-duplicate requests alone on synthetic requests that share common
+words (`grouping`).
+
     python scripts/bench_harvest.py --world
 
 runs the world of `moscopt.testing.learn_world` (a user who corrects every report the same
@@ -97,14 +102,39 @@ def world() -> None:
     print(f"train: {calls} calls, {t2 - t1:.1f} s; {certificate}")
 
 
+def grouping(counts: list[int]) -> None:
+    """Time `group` alone on N requests of 12 words of their own (of 3,000) and 5 words every
+    request ends with, plus N/10 repeats: the common words must not make it quadratic."""
+    import random
+
+    from moscopt.learn.mine import Exchange, group
+
+    rng = random.Random(0)
+    vocab = [f"w{i}" for i in range(3000)]
+    print("requests, groups, group s")
+    for n in counts:
+        texts = [
+            " ".join(rng.sample(vocab, 12)) + " please fix the report format" for _ in range(n)
+        ]
+        items = [Exchange(session=None, request=t, context="") for t in texts]  # type: ignore[arg-type]
+        items += items[: n // 10]
+        t0 = time.perf_counter()
+        found = group(items)
+        print(f"{len(items):>8} {len(found):6} {time.perf_counter() - t0:7.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--source", choices=["codex", "claude-code"], default="codex")
     ap.add_argument("--world", action="store_true", help="harvest -> train -> adopt, end to end")
+    ap.add_argument("--grouping", action="store_true", help="time the grouping alone, at --n")
     args = ap.parse_args()
     if args.world:
         world()
+        return
+    if args.grouping:
+        grouping(args.n)
         return
     print(f"source {args.source}: sessions, harvest s, mine s, read, tasks")
     for n in args.n:

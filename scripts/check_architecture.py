@@ -2,7 +2,7 @@
 
     python scripts/check_architecture.py
 
-The rules (README, Development):
+The rules (docs/development.md):
 1. the engine (`moscopt.optimizer`) imports none of the add-ons, not even inside a function:
    `moscopt.extensions.*` and the familiarity router (`moscopt.routing.engine` and what it
    builds on); they plug in through `moscopt.optimizer.engine.extension.Extension`. What

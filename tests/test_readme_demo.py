@@ -1,5 +1,6 @@
-"""README command 1 and its quoted output (issue 28 item 4): the quote must have the shape of
-what `moscopt train` prints with the README's own flags. The run here uses the loopback fake
+"""README command 1 and its quoted output (issue 28 item 4; the quote is in the guide's Getting
+started page since issue 42): the quote must have the shape of what `moscopt train` prints with
+the README's own flags. The run here uses the loopback fake
 server instead of the embedded model (same flags, same offline benchmark, same seed library),
 so numbers, skill names and verdicts differ; the kinds of lines, their order and the fields of
 each line must not."""
@@ -20,6 +21,7 @@ from moscopt.routing.gate import schema_answer, schema_ids
 from moscopt.testing import FakeServer
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "getting-started.md"
 STEP = re.compile(r"^\[\d+/\d+\] step \d+ (\w+): (start|edit \S+ \w+ \([\d.]+\)|finished)$")
 
 
@@ -31,8 +33,8 @@ def readme_command() -> list[str]:
 
 
 def readme_quote() -> list[str]:
-    """The output block that follows the set-up command."""
-    text = README.read_text()
+    """The output block the guide quotes as command 1's output."""
+    text = GUIDE.read_text()
     start = text.index("```\n", text.index("What the\ncommand printed")) + 4
     return text[start : text.index("```", start)].splitlines()
 
@@ -73,6 +75,7 @@ def small_model(body: dict[str, Any]) -> str:
 
 
 def test_the_readme_command_is_the_short_demo() -> None:
+    assert '--8<-- "README.md:setup"' in GUIDE.read_text()  # the guide shows the same command
     argv = readme_command()
     assert argv[:2] == ["--benchmark", "offline"]
     assert "--model" not in argv  # the embedded model, no key

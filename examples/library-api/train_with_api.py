@@ -24,7 +24,7 @@ TASKS = [
 
 # 2. A grader is a function of the reply and the task's dict: a bool, a float in [0, 1] or a
 #    moscopt.benchmarks.Grade.
-def grade(response: str, task: dict[str, Any]) -> bool:
+def grade(task: dict[str, Any], response: str) -> bool:
     found = re.findall(r"FINAL ANSWER:\s*(-?\d+)", response)
     return bool(found) and found[-1] == task["answer"]
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from moscopt.app.pace import left_by_calls
 from moscopt.errors import MoscoptError, UserError
 
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from moscopt.config import Config
 
 # the calls before an ETA is given from the pace of the calls (as the CLI's panel waits)
-MIN_CALLS_FOR_ETA = 5
 
 
 def require_budget(config: Config, how: str) -> None:
@@ -86,16 +86,11 @@ class Tracker:
 
     def eta(self, e: dict[str, Any]) -> str:
         """From the pace of the calls so far and the plan's call count (an upper estimate)."""
-        planned, first = e.get("planned_calls"), self.first_call
-        if not planned or first is None or "calls" not in e:
-            return "-"
-        since, calls0 = first
-        made = int(e["calls"]) - calls0
-        if made < MIN_CALLS_FOR_ETA:
-            return f"- (after {MIN_CALLS_FOR_ETA} calls; about {planned} planned)"
-        if made >= planned:
-            return f"- (past the plan's {planned} calls)"
-        left = (planned - made) * (time.monotonic() - since) / made
+        planned = e.get("planned_calls")
+        calls = int(e["calls"]) if "calls" in e else None
+        left = left_by_calls(planned, self.first_call, calls, time.monotonic())
+        if isinstance(left, str):
+            return left
         return f"~{round(left)} s (from the plan's {planned} calls)"
 
 

@@ -2,7 +2,7 @@
 
     bench, splits = inline_benchmark(
         [{"question": "What is 2 + 3?", "answer": "5"}, ...],
-        grader=lambda response, row: row["answer"] in response,
+        grader=lambda row, response: row["answer"] in response,
         instructions="End with FINAL ANSWER: <n>",
     )
 
@@ -11,8 +11,11 @@ A row needs `question` (or `prompt`); `id` is optional (default: a hash of the q
 `UserError` unless the grader is a function), and every other key is kept as
 the task's `meta` (`niche`, or a `family`, groups tasks for niches and the report). `grader` is
 a built-in grader's name (`exact`, `numeric`, `math`, `choice`) or a function
-`(response, row) -> Grade | float | bool` that receives the agent's reply and the row as given.
-A function that raises costs that task (reward 0, the error recorded), never the run.
+`(row, response) -> Grade | float | bool` that receives the row as given and the agent's reply:
+the order of a spec's entry-point grader, `(task, response)`. A function written for the old
+order, `(response, row)`, is recognised by its first parameter's name, `response`: it is called
+that way with a `FutureWarning`. A function that raises costs that task (reward 0, the
+error recorded), never the run; a reward outside [0, 1] is a grader error too.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from moscopt.benchmarks.tasks import Grade, Splits, Task
 from moscopt.errors import UserError
 
 Row = Mapping[str, Any]
-GraderFn = Callable[[str, Row], "Grade | float | bool"]
+GraderFn = Callable[[Row, str], "Grade | float | bool"]
 BUILT_IN = ("exact", "numeric", "math", "choice")
 INLINE_SOURCE = "<python>"
 
@@ -43,16 +46,40 @@ class InlineBenchmark(Benchmark):
 
     def _wrap(self, fn: GraderFn) -> Callable[[Task, str], Grade]:
         from moscopt.benchmarks.extract import extract_answer
+        from moscopt.benchmarks.graders.custom import as_grade
+
+        old_order = _takes_response_first(fn)
 
         def grade(task: Task, response: str) -> Grade:
-            value = fn(response, self.rows.get(task.id, {}))
-            if isinstance(value, Grade):
-                return value
-            if isinstance(value, bool | int | float):
-                return Grade(float(value), extract_answer(response))
-            return Grade.failed(f"the grader returned {type(value).__name__}, not a number")
+            row = self.rows.get(task.id, {})
+            value = fn(response, row) if old_order else fn(row, response)  # type: ignore[arg-type]
+            return as_grade(value, extract_answer(response))
 
         return grade
+
+
+def _takes_response_first(fn: Callable[..., object]) -> bool:
+    """Whether `fn` was written for the old order `(response, row)` (its first parameter is
+    named `response`); warns that the order is now `(row, response)`."""
+    import inspect
+    import warnings
+
+    try:
+        first = next(iter(inspect.signature(fn).parameters), "")
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    if first != "response":
+        return False
+    code = getattr(fn, "__code__", None)  # the warning points at the grader's definition
+    warnings.warn_explicit(
+        f"grader {getattr(fn, '__name__', fn)!r} takes (response, row): the order is now "
+        "(row, response), as for a spec's (task, response) grader; swap its parameters",
+        FutureWarning,  # shown by default: a library user's grader is not in __main__ alone
+        filename=code.co_filename if code else "<grader>",
+        lineno=code.co_firstlineno if code else 0,
+        module=getattr(fn, "__module__", None) or "moscopt",
+    )
+    return True
 
 
 def inline_benchmark(
@@ -71,7 +98,7 @@ def inline_benchmark(
 
     if not callable(grader) and grader not in BUILT_IN:
         raise UserError(
-            f"unknown grader {grader!r}: a function (response, row) -> score, or one of "
+            f"unknown grader {grader!r}: a function (row, response) -> score, or one of "
             + ", ".join(BUILT_IN),
             field="grader",
         )
@@ -132,7 +159,7 @@ def _task(row: Row, bench: str, instructions: str, *, where: str, grader: str) -
     if gold is None and grader != "custom":  # it would score 0.0 with no error, silently
         raise UserError(
             f"has no 'answer' (or 'gold') for the {grader} grader to compare with: give each "
-            "task one, or pass a grader function (response, row) -> score",
+            "task one, or pass a grader function (row, response) -> score",
             field=f"tasks.{where}",
         )
     skip = {"id", "question", "prompt", "answer", "gold"}

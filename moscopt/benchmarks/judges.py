@@ -12,6 +12,11 @@ renders as what it requires (`must contain "Confidence:"`, `at most 1200 charact
 its `description` where it has one: that is what reflection is shown of a failed training task,
 and what `str(judge)` gives. Rubric criteria are scored by a judge model
 (`moscopt.benchmarks.rubric`).
+
+A `regex` check's pattern is the user's and the reply is the model's: a pattern that backtracks
+catastrophically on some reply would hold the run forever under Python's `re`, which cannot be
+interrupted. Patterns run on the `regex` package (`re`'s syntax, installed with litellm) with a
+`REGEX_SECONDS` timeout; past it the task's grade is a grader error that names the check.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from moscopt.benchmarks.tasks import Grade
+
+REGEX_SECONDS = 1.0  # the longest a `regex` check may search one reply
 
 CheckOp = Literal[
     "contains",
@@ -62,9 +69,11 @@ class Check(_Strict):
             if len(self.arg) > ARG_MAX:
                 raise ValueError(f"'arg' is over {ARG_MAX} characters")
             if self.op == "regex":
+                import regex
+
                 try:
-                    re.compile(self.arg)
-                except re.error as e:
+                    regex.compile(self.arg)
+                except regex.error as e:
                     raise ValueError(f"'arg' is not a valid regular expression: {e}") from None
             if self.op == "section_present" and not _heading_text(self.arg):
                 raise ValueError("'section_present' needs the heading's text in 'arg'")
@@ -85,9 +94,17 @@ class Check(_Strict):
         if op == "json_valid":
             return _json_valid(reply)
         assert isinstance(arg, str)
-        flags = re.IGNORECASE if self.ignore_case else 0
         if op == "regex":
-            return re.search(arg, reply, flags) is not None
+            import regex
+
+            flags = regex.IGNORECASE if self.ignore_case else 0
+            try:
+                return regex.search(arg, reply, flags, timeout=REGEX_SECONDS) is not None
+            except TimeoutError:
+                raise ValueError(
+                    f"the check {self.render()} took over {REGEX_SECONDS:g} s on this reply "
+                    "(a pattern that backtracks: anchor it or bound its repeats)"
+                ) from None
         if op == "section_present":
             title = re.escape(_heading_text(arg))
             pattern = rf"^[ \t]{{0,3}}#{{1,6}}[ \t]+{title}[ \t]*#*[ \t]*$"

@@ -188,6 +188,8 @@ class TaskFileBenchmark(Benchmark):
     Rubric tasks need a judge model (`use_judge`); until one is set their grade is a grader
     error that says so."""
 
+    _read: tuple[tuple[tuple[str, int, int] | None, ...], tuple[TaskRow, ...]] | None = None
+
     def _files(self) -> tuple[Path, Path | None]:
         source = self.spec.source.tasks
         assert source is not None
@@ -205,8 +207,19 @@ class TaskFileBenchmark(Benchmark):
         return [r.to_task(self.name) for r in self._rows()]
 
     def _rows(self) -> list[TaskRow]:
-        """Every task of the files, the held-out file's placed in test; an id in both refused."""
+        """Every task of the files, the held-out file's placed in test; an id in both refused.
+        Read once while the files are unchanged (their size and time as the key): a run asks
+        for its tasks, then whether any needs the judge model."""
         file, held = self._files()
+        key = tuple(_signature(p) for p in (file, held) if p is not None)
+        if self._read is not None and self._read[0] == key:
+            return list(self._read[1])
+        rows = self._read_rows(file, held)
+        self._read = (key, tuple(rows))
+        return rows
+
+    @staticmethod
+    def _read_rows(file: Path, held: Path | None) -> list[TaskRow]:
         rows = read_task_file(file)
         if held is not None:
             ids = {r.task_id for r in rows}
@@ -265,3 +278,13 @@ class TaskFileBenchmark(Benchmark):
     def proposed_answer(self, reply: str) -> str | None:
         """None unless the benchmark is all answer keys: a reply is judged as a whole."""
         return None
+
+
+def _signature(path: Path) -> tuple[str, int, int] | None:
+    """A file's identity for `_rows`' cache: path, size, modification time (None: unreadable,
+    so the read itself reports it)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (str(path), info.st_size, info.st_mtime_ns)

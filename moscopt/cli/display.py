@@ -22,10 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from moscopt.app.pace import left_by_calls
 from moscopt.routing.gate import HIGH_FALLBACK, fallback_hint
 
 HEARTBEAT = 60.0  # seconds without a line before a plain-mode "still working" line
-MIN_CALLS_FOR_ETA = 5  # calls made before a one-epoch ETA is estimated from their pace
 
 
 def _tokens(n: int) -> str:
@@ -205,14 +205,9 @@ class TrainDisplay:
         planned = e.get("planned_calls")
         if not planned or self.first_calls is None:
             return "- (after the first epoch)"
-        since, calls0 = self.first_calls
-        made = int(e["calls"]) - calls0
-        if made < MIN_CALLS_FOR_ETA:
-            return f"- (after {MIN_CALLS_FOR_ETA} calls; about {planned} planned)"
-        if made >= planned:
-            return f"- (past the plan's {planned} calls)"
-        pace = (self.clock() - since) / made
-        left = (planned - made) * pace
+        left = left_by_calls(planned, self.first_calls, int(e["calls"]), self.clock())
+        if isinstance(left, str):
+            return left
         return f"~{_clock(left)} (from the plan's {planned} calls)"
 
     def panel(self) -> Any:

@@ -61,36 +61,21 @@ def eval_cmd(
     import json
 
     from moscopt.app import runner
-    from moscopt.app.project import open_project
-    from moscopt.config import load_config
+    from moscopt.app.eval_choice import choose_eval
 
     flags, json_out = opts.overrides(), opts.json_out
-    if tasks is not None:
-        if benchmark is not None:
-            from moscopt.errors import UserError
-
-            raise UserError("give either --benchmark or --tasks, not both", field="tasks")
-        benchmark = str(tasks.resolve())
-    split = split or ("all" if tasks is not None else "test")
-    if run is not None:
-        from moscopt.run.rundir import RunDir
-
-        cfg = load_config(RunDir.open(run).config_path, flags)
-    else:
-        cfg = open_project(opts.config, flags).config
-    given: str | None = mode
-    if given is None and export is not None:
-        from moscopt.exports import open_export
-
-        given = open_export(export).mode
-    chosen = given or ("mixture" if (run is not None or skills is not None) else "none")
+    choice = choose_eval(
+        flags=flags, config_path=opts.config, run=run, skills=skills, export=export,
+        benchmark=benchmark, tasks=tasks, split=split, mode=mode,
+    )  # fmt: skip
+    cfg = choice.config
     bar = _Bar(quiet=json_out)
     try:
         outcome = runner.evaluate(
             config=cfg,
-            benchmark=benchmark,
-            split=split,
-            mode=chosen,
+            benchmark=choice.benchmark,
+            split=choice.split,
+            mode=choice.mode,
             run_path=run,
             skills_dir=skills,
             repeats=repeats,
@@ -137,7 +122,7 @@ def eval_cmd(
     _exit_if_errored(summary)
 
 
-# exit code of an evaluation that finished with tasks that errored (README: exit codes)
+# exit code of an evaluation that finished with tasks that errored (docs/reference/exit-codes.md)
 TASKS_ERRORED = 3
 
 

@@ -45,7 +45,10 @@ def status_cmd(
 
         data = run_summary(RunDir.open(run))
     else:
-        data = project_summary(open_project(config))
+        from moscopt.learn.schedule import describe
+
+        opened = open_project(config)
+        data = {**project_summary(opened), "schedule": describe(opened.root)}
     if json_out:
         typer.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
@@ -106,6 +109,8 @@ def _render(d: dict[str, Any]) -> None:
             console.print(f"  {r['run']}  {r['status']}  step {_fmt(r['step'])}")
     else:
         console.print("no runs yet")
+    for line in d.get("schedule") or ():  # the nightly `moscopt learn`, and its log's last lines
+        console.print(line, markup=False, soft_wrap=True)
 
 
 def _render_run(console: Any, d: dict[str, Any]) -> None:

@@ -44,7 +44,7 @@ class Config(Section):
     # scores rubric criteria of task files (moscopt.benchmarks.rubric); default: the optimizer's
     judge_model: str | None = None
     api_base: str | None = None
-    seed: int = 42
+    seed: int = Field(42, description="seeds the splits, the samples and every random choice")
     benchmark: str | None = None
     skills_dir: str = "skills"
     runs_dir: str = "runs"

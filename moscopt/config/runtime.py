@@ -34,16 +34,16 @@ def check_api_base(url: str | None) -> str | None:
 
 
 class SamplingConfig(Section):
-    temperature: float = Field(0.8, ge=0.0, le=2.0)
-    top_p: float = Field(0.6, gt=0.0, le=1.0)
-    max_tokens: int = Field(1024, ge=1)
+    temperature: float = Field(0.8, ge=0.0, le=2.0, description="the agent's sampling temperature")
+    top_p: float = Field(0.6, gt=0.0, le=1.0, description="the agent's nucleus sampling mass")
+    max_tokens: int = Field(1024, ge=1, description="the most tokens of one agent answer")
 
 
 class DeploymentConfig(Section):
     """One endpoint serving `Config.model` behind litellm's Router (see `LLMConfig.deployments`)."""
 
     model: str = Field(description="litellm model string of this endpoint, e.g. hosted_vllm/qwen3")
-    api_base: str | None = None
+    api_base: str | None = Field(None, description="this endpoint's URL (no user or password)")
     # The name of the environment variable holding this endpoint's key: never the key itself.
     api_key_env: str | None = None
     rpm: int | None = Field(None, ge=1, description="requests per minute this endpoint allows")
@@ -179,7 +179,7 @@ class AgentConfig(Section):
 class HaltingConfig(Section):
     """Adaptive halting (moscopt.extensions.memory.halting). Off by default."""
 
-    enabled: bool = False
+    enabled: bool = Field(False, description="stop a task's agent loop once its answer settles")
     agree: int = Field(2, ge=1, description="untrained rule: halt when this many answers agree")
     threshold: float = Field(0.5, gt=0.0, lt=1.0, description="fitted: halt at this probability")
     learned: bool = True  # False: the untrained agreement rule even when a model is fitted

@@ -83,8 +83,10 @@ class OptimizerConfig(Section):
     """EditAdam."""
 
     schedule: Literal["constant", "linear", "cosine", "autonomous"] = "linear"
-    l_max: int = Field(8, ge=1)
-    l_min: int = Field(2, ge=1)
+    l_max: int = Field(
+        8, ge=1, description="L_max: the most edits one step may make (the schedule's start)"
+    )
+    l_min: int = Field(2, ge=1, description="L_min: the fewest the schedule decays to")
     minibatch: int = Field(4, ge=1, description="M_b: trajectories per reflection")
     batch: int | None = Field(
         None, ge=1, description="tasks rolled out per skill-editing step (None: M_b)"
@@ -111,7 +113,7 @@ class OptimizerConfig(Section):
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="of the paired acceptance test")
     # the loss (in the reward's units) a change that buys something other than score may hide:
     # evolution, gate restoration and lifecycle operators are kept only when the paired test
-    # bounds their loss within it (moscopt.optimizer.policies.noninferiority; README)
+    # bounds their loss within it (moscopt.optimizer.policies.noninferiority; docs/acceptance.md)
     margin: float = Field(0.1, ge=0.0, lt=1.0, description="non-inferiority margin")
     # True: a minibatch's proposals, the epoch's memory condensations and evolution's offspring
     # are asked concurrently; False: one after another (same decisions; scripts/bench_train.py)
@@ -131,7 +133,10 @@ class EvolutionConfig(Section):
     diversity_threshold: float = Field(0.85, ge=0.0, le=1.0)
     mutation_fraction: float = Field(0.5, gt=0.0, le=1.0)
     fresh_skills: int = Field(2, ge=0, le=10)
-    embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    embedding_model: str = Field(
+        "sentence-transformers/all-MiniLM-L6-v2",
+        description="the diversity check's embedder: a sentence-transformers model or difflib",
+    )
     cobreed: bool = True  # False: the "no co-breeding" ablation (offspring only by mutation)
     # collective: the paper's cycle (moscopt.optimizer.evolve); lifecycle: fork/merge/prune/seed
     # with a pool size in [niches.lifecycle.n_min, n_max] (moscopt.extensions.niches.lifecycle)
@@ -186,7 +191,7 @@ class NichesConfig(Section):
 
 
 class TrainingConfig(Section):
-    epochs: int = Field(3, ge=1)
+    epochs: int = Field(3, ge=1, description="passes over the training split")
     max_steps_per_epoch: int | None = Field(
         None, ge=1, description="cap on skill-editing minibatches per epoch (None: all)"
     )

@@ -7,6 +7,12 @@ small model writes when it has nothing to say) is an unusable answer. An unusabl
 one retry with a new sample index (a fresh answer, not the cached one); a second failure is
 `DistillationFailed` (exit 1, one line), never a crash. `progress` hears of each attempt as it
 starts and fails.
+
+The merged skills' folder files (`scripts/`, `references/`, `assets/`) travel into the
+distilled skill's folder (`merged_files`): at their own paths, or, where a better-ranked skill
+already ships other bytes at that path, under the skill's name (`<skill>/scripts/run.py`). The
+model sees each skill's files at the paths the distilled folder gives them, so the rules it
+keeps name files that exist.
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from moscopt.core.drafts import COMPACT_TOKENS, draft_fields, draft_schema, repetition
+from moscopt.core.skill_files import FOLDER_MAX_BYTES, FOLDER_MAX_FILES, SkillFile
 from moscopt.core.skill_format import DESCRIPTION_MAX, clean_description
 from moscopt.core.skills import Pool, Skill
-from moscopt.errors import RunFailed
+from moscopt.errors import RunFailed, UserError
 from moscopt.routing.gate import fallback_top_k
 
 if TYPE_CHECKING:
@@ -40,15 +47,54 @@ def top_skills(
     return [pool.get(n) for n in fallback_top_k(pool.names, q, activations, top, c_min)]
 
 
+def merged_files(skills: Sequence[Skill]) -> dict[str, tuple[SkillFile, ...]]:
+    """Each skill's files at the paths the distilled folder gives them, by skill name (best
+    first: a path is the first skill's; a later skill's other bytes there move under its name;
+    the same bytes at the same path are one file)."""
+    taken: dict[str, bytes] = {}
+    out: dict[str, tuple[SkillFile, ...]] = {}
+    for skill in skills:
+        placed = []
+        for f in skill.files:
+            path = f.path
+            while taken.get(path, f.data) != f.data:
+                path = f"{skill.name}/{path}"
+            taken[path] = f.data
+            placed.append(f.model_copy(update={"path": path}))
+        out[skill.name] = tuple(placed)
+    return out
+
+
+def shipped_files(skills: Sequence[Skill]) -> tuple[SkillFile, ...]:
+    """The distilled folder's files (`merged_files`, each path once), sorted; a `UserError`
+    when they are more than a skill folder may hold."""
+    shipped: dict[str, SkillFile] = {}
+    for placed in merged_files(skills).values():
+        shipped.update((f.path, f) for f in placed if f.path not in shipped)
+    size = sum(len(f.data) for f in shipped.values())
+    if len(shipped) > FOLDER_MAX_FILES or size > FOLDER_MAX_BYTES:
+        raise UserError(
+            f"the skills to distil ({', '.join(s.name for s in skills)}) ship {len(shipped)} "
+            f"files, {size // 1024} KiB: more than one skill folder holds ({FOLDER_MAX_FILES} "
+            f"files, {FOLDER_MAX_BYTES // (1024 * 1024)} MiB); distil fewer (--top)",
+            field="top",
+        )
+    return tuple(shipped[p] for p in sorted(shipped))
+
+
 def distill_messages(
     skills: Sequence[Skill], gate: Skill | None, k: int, q: Mapping[str, float]
 ) -> list[Any]:
     from moscopt.core.prompting import render
 
+    files = merged_files(skills)
     blocks = []
     for s in skills:
         score = f"Q-score {q[s.name]:.2f}" if s.name in q else "Q-score n/a"
-        blocks.append(f"### {s.name} ({score})\n\n{' '.join(s.description.split())}\n\n{s.body}")
+        listed = ", ".join(f.path for f in files[s.name])
+        shipped = f"\n\nIts files, shipped with the distilled skill: {listed}" if listed else ""
+        description = " ".join(s.description.split())
+        blocks.append(f"### {s.name} ({score})\n\n{description}{shipped}\n\n{s.body}")
     gate_text = gate.body if gate is not None else "(no router: every skill was active)"
     text = render("distill", skills="\n\n".join(blocks).strip(), gate=gate_text.strip(), k=k)
     return [{"role": "user", "content": text}]
@@ -92,6 +138,7 @@ async def distill(
     from moscopt.lm.local import is_embedded
 
     say = progress or (lambda _: None)
+    files = shipped_files(skills)
     messages = distill_messages(skills, gate, k, q)
     merged = [s.name for s in skills]
     compact = is_embedded(lm.model)
@@ -111,7 +158,8 @@ async def distill(
                 max_tokens=COMPACT_TOKENS if compact else MAX_TOKENS,
             )
             data = completion.data if completion.data is not None else completion.text
-            return parse_distilled(data, merged), sample + 1
+            skill = parse_distilled(data, merged)
+            return skill.model_copy(update={"files": files}), sample + 1
         except (LMOutputError, LMRequestError, ValueError) as e:  # pydantic errors included
             reasons.append(" ".join(str(e).split())[:200])
             say(f"attempt {sample + 1} gave no usable skill: {reasons[-1]}")

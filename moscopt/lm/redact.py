@@ -174,7 +174,7 @@ def normalized(text: str) -> str:
 def leaks(text: str, extra: Iterable[str | None] = ()) -> bool:
     """Whether `text` still holds a secret (those `scrub_secrets` masks) after masking: any
     `DISTINCT` consecutive characters of a normalized form of it (`leak_forms`) in the
-    normalized text. What this guarantees and what it cannot: README, Security."""
+    normalized text. What this guarantees and what it cannot: docs/security.md."""
     values = env_secrets()
     values += [v for v in extra if v and looks_secret(v, MIN_EXTRA) and v not in values]
     if not values or not text:

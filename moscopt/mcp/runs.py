@@ -118,32 +118,17 @@ def evaluate(
     """`moscopt eval` as data: the run's config (or the project's) and the mode it implies;
     a task file (`tasks`) instead of a benchmark is evaluated whole unless `split` says."""
     from moscopt.app import runner
-
-    tasks = args.path("tasks")
-    if tasks is not None:
-        if benchmark is not None:
-            raise UserError("give either benchmark or tasks, not both", field="tasks")
-        benchmark = str(tasks.resolve())
-    split = split or ("all" if tasks is not None else "test")
+    from moscopt.app.eval_choice import choose_eval
 
     run, skills, export = args.path("run"), args.path("skills"), args.path("export")
-    if run is not None:
-        from moscopt.config import load_config
-        from moscopt.run.rundir import RunDir
-
-        cfg = load_config(RunDir.open(run).config_path, flags)
-    else:
-        from moscopt.app.project import open_project
-
-        cfg = open_project(args.path("config"), flags).config
-    if mode is None and export is not None:
-        from moscopt.exports import open_export
-
-        mode = open_export(export).mode
-    chosen = mode or ("mixture" if (run is not None or skills is not None) else "none")
+    choice = choose_eval(
+        flags=flags, config_path=args.path("config"), run=run, skills=skills, export=export,
+        benchmark=benchmark, tasks=args.path("tasks"), split=split, mode=mode,
+    )  # fmt: skip
+    cfg = choice.config
     outcome = runner.evaluate(
-        config=cfg, benchmark=benchmark, split=split, mode=chosen, run_path=run,
-        skills_dir=skills, repeats=repeats, out=None, export_path=export,
+        config=cfg, benchmark=choice.benchmark, split=choice.split, mode=choice.mode,
+        run_path=run, skills_dir=skills, repeats=repeats, out=None, export_path=export,
     )  # fmt: skip
     return {
         "benchmark": outcome.benchmark,

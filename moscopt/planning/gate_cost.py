@@ -7,7 +7,8 @@ text (characters / `CHARS_PER_TOKEN`, as the plan does without a pilot) and, onc
 more than half of them (the gate's own text, the task twice and K bodies are the rest), says so
 with the keys that bound it: `gating.policy: hybrid` offers the gate the
 familiarity router's `router.shortlist` skills only; `gating.policy: familiarity` makes no
-routing call. Measured figures: README, "Large pools", from `scripts/bench_scale.py`.
+routing call. Measured figures: docs/figures.md, "Large pools, long runs, large task sets", from
+`scripts/bench_scale.py`.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ CONFIG = {
 }
 
 
-def grade(response: str, row: dict[str, Any]) -> bool:
+def grade(row: dict[str, Any], response: str) -> bool:
     return response.strip().endswith(f"FINAL ANSWER: {row['answer']}")
 
 

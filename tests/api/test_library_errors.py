@@ -25,7 +25,7 @@ def test_tasks_without_an_answer_are_a_user_error_naming_the_row() -> None:
     # a grader function reads the row itself: no answer needed
     report = moscopt.evaluate(
         [{"question": f"Say {i}."} for i in range(3)],
-        grader=lambda response, row: True,
+        grader=lambda row, response: True,
         lm=lambda messages: "FINAL ANSWER: 4",
     )
     assert report.score == 1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -122,3 +123,25 @@ def test_a_check_never_raises_on_any_reply(op: str, arg: str, reply: str) -> Non
     assert isinstance(check.met(reply), bool)
     assert isinstance(check.render(), str)
     json.dumps(check.model_dump())
+
+
+def test_a_backtracking_pattern_is_a_grader_error_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`(a|aa)+$` on 60 a's and a b backtracks through the Fibonacci(60) ways to split them (in
+    `re` and in `regex`): the search stops at the timeout and the task's grade is a grader error
+    that names the check."""
+    from moscopt.benchmarks import judges
+    from moscopt.benchmarks.taskfile import TaskFileBenchmark, task_file_spec
+
+    monkeypatch.setattr(judges, "REGEX_SECONDS", 0.05)
+    judge = {"kind": "rule", "checks": [{"op": "regex", "arg": "(a|aa)+$"}]}
+    rows = [{"task_id": f"t{i}", "task": "Write a's.", "judge": judge} for i in range(3)]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bench = TaskFileBenchmark(task_file_spec(path, None))
+    task = bench.tasks()[0]
+    assert bench.grade(task, "aaa").reward == 1.0  # a reply it matches at once
+    grade = bench.grade(task, "a" * 60 + "b")
+    assert grade.reward == 0.0 and grade.error is not None
+    assert "must match /(a|aa)+$/ took over 0.05 s on this reply" in grade.error

@@ -86,6 +86,23 @@ def test_splits_two_to_one_and_held_out_is_test(tmp_path: Path) -> None:
     assert TaskFileBenchmark(task_file_spec(reordered, held)).load().ids() == splits.ids()
 
 
+def test_the_files_are_read_once_while_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moscopt.benchmarks import taskfile
+
+    reads: list[Path] = []
+    real = taskfile.read_task_file
+    monkeypatch.setattr(taskfile, "read_task_file", lambda p: reads.append(p) or real(p))
+    train = _jsonl(tmp_path / "train.jsonl", task_rows(12, "t", rule_judge()))
+    bench = TaskFileBenchmark(task_file_spec(train, None))
+    splits = bench.load()
+    assert not bench.needs_judge_model() and len(reads) == 1  # the tasks, then the judge check
+    _jsonl(train, task_rows(13, "t", rule_judge()))  # changed: read again
+    assert len(bench.tasks()) == 13 and len(reads) == 2
+    assert bench.load().ids() != splits.ids() and len(reads) == 2
+
+
 def test_rows_may_place_themselves(tmp_path: Path) -> None:
     rows = task_rows(6, "t", rule_judge())
     rows[0]["split"] = "test"

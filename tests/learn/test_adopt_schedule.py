@@ -135,7 +135,7 @@ def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_schedule_installs_one_crontab_line_and_unschedule_removes_exactly_it(
-    fake_bin: Path, tmp_path: Path
+    fake_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_dir: Path
 ) -> None:
     table = tmp_path / "crontab.txt"
     table.write_text("0 1 * * * backup.sh\n")
@@ -158,6 +158,12 @@ def test_schedule_installs_one_crontab_line_and_unschedule_removes_exactly_it(
 
     (schedule.folder(project) / schedule.LOG).write_text("harvest: 3 session(s)\n")
     assert schedule.describe(project)[-1] == "  | harvest: 3 session(s)"
+    shutil.copytree(seed_dir, project / "skills")  # a moscopt project too
+    monkeypatch.chdir(project)  # `status` shows the schedule of the project it is run in
+    shown = runner.invoke(app, ["status", "--project"])
+    assert shown.exit_code == 0, shown.output
+    assert "schedule: nightly moscopt learn at 04:05 via cron" in shown.output
+    assert "  | harvest: 3 session(s)" in shown.output
     gone = runner.invoke(app, ["unschedule", "--project", str(project)])
     assert gone.exit_code == 0 and "removed" in gone.output
     assert table.read_text() == "0 1 * * * backup.sh\n"

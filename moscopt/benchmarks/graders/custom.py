@@ -1,7 +1,9 @@
 """User graders: a `package.module:function` entry point called as `fn(task, response)`.
 
 The function returns a float or bool (the reward) or a `Grade`. Anything else, a reward
-outside [0, 1] or an exception becomes a grader error (reward 0), never a crash.
+outside [0, 1] or an exception becomes a grader error (reward 0), never a crash. The library's
+grader functions (`moscopt.benchmarks.inline`) take the same order, `(row, response)`, and their
+results are read by the same `as_grade`.
 """
 
 from __future__ import annotations
@@ -29,19 +31,23 @@ def load_custom_grader(entry: str) -> GradeFn:
         raise UserError(f"'{entry}' is not a callable in that module", field="grader_entry")
 
     def grade_custom(task: Task, response: str) -> Grade:
-        return _as_grade(fn(task, response))
+        return as_grade(fn(task, response))
 
     return grade_custom
 
 
-def _as_grade(result: Any) -> Grade:
+def as_grade(result: Any, answer: str | None = None) -> Grade:
+    """A user grader's result as a `Grade` (`answer`: the answer extracted from the response,
+    when the caller has one)."""
     if isinstance(result, Grade):
         return result  # its reward is already clamped to [0, 1]
     if isinstance(result, bool):
-        return Grade(1.0 if result else 0.0, None, "custom grader")
+        return Grade(1.0 if result else 0.0, answer, "custom grader")
     if isinstance(result, int | float):
         value = float(result)
         if math.isnan(value) or not 0.0 <= value <= 1.0:
-            return Grade.failed(f"reward {value} outside [0, 1]")
-        return Grade(value, None, "custom grader")
-    return Grade.failed(f"custom grader returned {type(result).__name__}, not a float or Grade")
+            return Grade.failed(f"reward {value} outside [0, 1]", answer)
+        return Grade(value, answer, "custom grader")
+    return Grade.failed(
+        f"custom grader returned {type(result).__name__}, not a float or Grade", answer
+    )

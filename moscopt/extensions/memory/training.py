@@ -1,7 +1,9 @@
 """Fit the write gate, the retrieval gate and the halting controller from logged rollouts.
 
 Every step of a rollout's memory trace (`Rollout.extra["memory"]`) is graded as if the run had
-stopped there (the benchmark's grader on that step's candidate response; no LLM call). Then:
+stopped there (the benchmark's grader on that step's candidate response; no LLM call). A task
+whose grade needs the judge model (a task file's rubric) would need one judge call per step: its
+rollouts teach the memory nothing, rather than teach it that every step scored 0. Then:
 
 - halting: a step t with an answer and an observed continuation is a positive example when
   stopping there is no worse than any observed continuation under the cost-aware objective
@@ -149,7 +151,8 @@ class MemoryExtension(Extension):
         return {"memory": self.memory}
 
     async def after_rollouts(self, ctx: Context, rollouts: Sequence[Rollout]) -> None:
-        if not any(_steps(r) for r in rollouts):
+        rollouts = [r for r in rollouts if _steps(r) and not _judged(ctx, r.task_id)]
+        if not rollouts:
             return
 
         def grade(task_id: str, response: str) -> float:
@@ -198,6 +201,12 @@ def halting_counts(rollouts: Iterable[RolloutEvent]) -> dict[str, Any]:
         "calls_saved_min": halted,
         "calls_saved_max": left,
     }
+
+
+def _judged(ctx: Context, task_id: str) -> bool:
+    """Whether the task's grade needs the judge model (module docstring)."""
+    task = ctx.tasks.get(task_id)
+    return task is not None and ctx.benchmark.needs_judge_model([task])
 
 
 def _steps(rollout: Rollout) -> list[dict[str, Any]]:

@@ -44,7 +44,8 @@ from moscopt.optimizer.policies.signflip import SequentialSignFlip
 Rewards = Callable[[int], Awaitable[Sequence[float]]]
 Direction = Literal["better", "non_inferior"]
 TaskKeys = Callable[[int], Sequence[int]]
-DEFAULT_MARGIN = 0.1  # optimizer.margin: the loss a non-inferior change may hide (README)
+# optimizer.margin: the loss a non-inferior change may hide (docs/acceptance.md)
+DEFAULT_MARGIN = 0.1
 
 
 @dataclass(frozen=True)

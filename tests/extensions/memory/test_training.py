@@ -105,6 +105,30 @@ def test_buffers_are_bounded(rollouts: list[Rollout], bench: Benchmark) -> None:
     assert len(state.write_examples) == 50 and len(state.retrieval_examples) <= 50
 
 
+def test_tasks_graded_by_a_judge_model_teach_the_memory_nothing(
+    rollouts: list[Rollout], bench: Benchmark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rubric task's steps would each need a judge call: its rollouts are left out, not
+    learned from as if every step had scored 0."""
+    from types import SimpleNamespace
+
+    from moscopt.extensions.memory.training import MemoryExtension
+
+    tasks = {t.id: t for t in WORLD.tasks()}
+    judged = {r.task_id for r in rollouts[::2]}
+    monkeypatch.setattr(
+        type(bench), "needs_judge_model", lambda self, ts=None: any(t.id in judged for t in ts)
+    )
+    config = CONFIG
+    ctx = SimpleNamespace(tasks=tasks, benchmark=bench, config=config)
+    ext = MemoryExtension()
+    asyncio.run(ext.after_rollouts(ctx, rollouts))  # type: ignore[arg-type]
+    expected = learn(None, [r for r in rollouts if r.task_id not in judged], grade_with(bench),
+                     config)  # fmt: skip
+    assert ext.memory is not None and 0 < ext.memory.rollouts < len(rollouts)
+    assert ext.memory == expected
+
+
 def test_the_trainer_learns_memory_online_and_saves_it(tmp_path: Path, seed_dir: Path) -> None:
     run, config, bench, sp, seeds = make_run(
         tmp_path,
