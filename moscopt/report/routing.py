@@ -19,15 +19,19 @@ MEMORY_MODELS = ("write", "retrieval", "halting")
 
 
 def routing_blocks(run: RunDir, state: RunState) -> list[Block]:
-    from moscopt.extensions.memory.params import stored_memory
+    """The sections of the add-ons whose parts the run kept; their modules (numpy, the memory's
+    models) are imported only then (`report.summary.ROUTER_PART`)."""
     from moscopt.extensions.niches.records import stored_niches
-    from moscopt.routing.engine import stored_router
+    from moscopt.report.summary import MEMORY_PART, ROUTER_PART
 
     blocks: list[Block] = []
-    if stored_router(state) is not None:
+    if ROUTER_PART in state.extensions:
         blocks += specialization_blocks(run_specialization_of(run))
-    if (memory := stored_memory(state)) is not None:
-        blocks += memory_blocks(memory)
+    if MEMORY_PART in state.extensions:
+        from moscopt.extensions.memory.params import stored_memory
+
+        if (memory := stored_memory(state)) is not None:
+            blocks += memory_blocks(memory)
     if stored_niches(state) is not None:
         from moscopt.extensions.niches.summary import niche_summary
 

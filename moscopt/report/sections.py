@@ -6,22 +6,21 @@ Every view is a function of the run directory. Q over time is replayed from the 
 rollouts with the run's β (a newborn's prior from evolution is not replayed: its curve starts
 at its first minibatch). Niches come from the benchmark's niche field (the offline benchmark's
 family), else from the run's niche assignments, else every task is in one niche `all`.
-The plots (matplotlib, optional) are PNG bytes; the HTML report embeds them.
+The plots are SVG (`moscopt.report.plot`); the HTML report embeds them.
 """
 
 from __future__ import annotations
 
 import base64
-import io
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from moscopt.config import Config
 from moscopt.core.credit import Q_PRIOR
+from moscopt.report.plot import draw_heatmap, draw_lines
 from moscopt.report.render import Block
 from moscopt.routing.gate import (
     GATE_ANSWERS,
@@ -31,8 +30,7 @@ from moscopt.routing.gate import (
     fallback_hint,
 )
 from moscopt.run.call_timing import queueing_words
-from moscopt.run.ledger import EditEvent, LLMCall, RolloutEvent
-from moscopt.run.rundir import RunDir
+from moscopt.run.ledger import EditEvent, Event, LLMCall, RolloutEvent
 from moscopt.run.state import RunState
 
 
@@ -46,9 +44,13 @@ class RunViews:
     times: list[datetime] = field(default_factory=list)
 
 
-def read_views(run: RunDir, state: RunState) -> RunViews:
-    kinds = {"rollout", "llm_call", "edit", "train_start", "epoch_end", "validation"}
-    events = run.read_events(state, kinds)
+# the ledger's kinds the views read (the page reads them with the history's, in one pass)
+VIEW_KINDS = frozenset({"rollout", "llm_call", "edit", "train_start", "epoch_end", "validation"})
+
+
+def views_of(events: Sequence[Event]) -> RunViews:
+    """The views' data from the run's events (those of `VIEW_KINDS` are used)."""
+    events = [e for e in events if e.type in VIEW_KINDS]
     times = sorted(t for t in (_time(e.t) for e in events) if t is not None)
     return RunViews(
         rollouts=[e for e in events if isinstance(e, RolloutEvent)],
@@ -171,10 +173,9 @@ def calls_by_purpose(calls: Sequence[LLMCall]) -> list[list[str]]:
 # -- blocks --------------------------------------------------------------------------------------
 
 
-def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
+def extra_blocks(state: RunState, config: Config, views: RunViews) -> list[Block]:
     """The report's sections after the evaluated modes (see the module docstring)."""
     beta = config.credit.beta
-    views = read_views(run, state)
     blocks: list[Block] = []
     failed, answered = gate_fallback(views.rollouts)
     decided = [e for e in views.edits if e.status in ("accepted", "rejected")]
@@ -213,9 +214,9 @@ def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
     if curves:
         blocks.append(("h2", "Q-scores over time"))
         steps = {step for points in curves.values() for step, _ in points}
-        png = draw_lines(curves, "step", "Q") if len(steps) > 1 else None
-        if png is not None:
-            blocks.append(("img", "Q-scores over time", "q-over-time.png", png))
+        svg = draw_lines(curves, "step", "Q") if len(steps) > 1 else None
+        if svg is not None:
+            blocks.append(("img", "Q-scores over time", "q-over-time.svg", svg))
         elif len(steps) == 1:  # one point per skill is a value, not a curve: the table has it
             blocks.append(("p", f"One skill-editing minibatch (step {min(steps)}): no curve."))
         blocks.append(
@@ -241,9 +242,8 @@ def extra_blocks(run: RunDir, state: RunState, config: Config) -> list[Block]:
     skills, niches, counts = activations_by_niche(views.rollouts, niche_of)
     if skills:
         blocks.append(("h2", "Activations by task niche"))
-        png = draw_heatmap(skills, niches, counts)
-        if png is not None:
-            blocks.append(("img", "activations by niche", "activations.png", png))
+        svg = draw_heatmap(skills, niches, counts)
+        blocks.append(("img", "activations by niche", "activations.svg", svg))
         blocks.append(
             (
                 "p",
@@ -284,64 +284,6 @@ def _duration(seconds: float) -> str:
 # -- plots and embedding -------------------------------------------------------------------------
 
 
-def _figure(width: float, height: float) -> Any:
-    """A matplotlib `Figure` (no pyplot: no global state), or None without matplotlib."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        return None
-    return Figure(figsize=(width, height), dpi=110)
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})  # same run, same bytes
-    return buf.getvalue()
-
-
-def draw_lines(
-    curves: Mapping[str, list[tuple[int, float]]], xlabel: str, ylabel: str
-) -> bytes | None:
-    fig = _figure(7, 3.2)
-    if fig is None:
-        return None
-    ax = fig.subplots()
-    for name, points in sorted(curves.items()):
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3, label=name)
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
-    xs = [p[0] for points in curves.values() for p in points]
-    if xs:
-        ax.set_xlim(min(xs) - 0.2, max(min(xs) + 1, max(xs)) + 0.2)  # never a sub-step axis
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(-0.05, 1.05)  # a line at 0 or 1 stays visible
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # never over a line
-    fig.tight_layout()
-    return _png(fig)
-
-
-def draw_heatmap(
-    rows: Sequence[str], cols: Sequence[str], counts: Mapping[tuple[str, str], int]
-) -> bytes | None:
-    fig = _figure(2.5 + 0.9 * len(cols), 1.0 + 0.35 * len(rows))
-    if fig is None:
-        return None
-    grid = [[counts.get((r, c), 0) for c in cols] for r in rows]
-    ax = fig.subplots()
-    im = ax.imshow(grid, cmap="Blues", aspect="auto")
-    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right", fontsize=8)
-    ax.set_yticks(range(len(rows)), rows, fontsize=8)
-    for i, row in enumerate(grid):
-        for j, v in enumerate(row):
-            ax.text(j, i, str(v), ha="center", va="center", fontsize=7)
-    fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.tight_layout()
-    return _png(fig)
-
-
 def embed_images(blocks: list[Block], folder: Path, stem: str = "") -> list[Block]:
     """Every image as a `data:` URI, so that the HTML page stands alone (mail it, attach it)."""
     out: list[Block] = []
@@ -349,25 +291,20 @@ def embed_images(blocks: list[Block], folder: Path, stem: str = "") -> list[Bloc
         if block[0] == "img":
             data = block[3] if len(block) > 3 else _read(folder / block[2])
             if data is not None:
-                block = (
-                    "img",
-                    block[1],
-                    "data:image/png;base64," + base64.b64encode(data).decode(),
-                )
+                uri = "data:image/svg+xml;base64," + base64.b64encode(data).decode()
+                block = ("img", block[1], uri)
         out.append(block)
     return out
 
 
-def with_image(blocks: list[Block], plot: Path | None, png: bytes | None) -> list[Block]:
+def with_image(blocks: list[Block], plot: Path, svg: bytes) -> list[Block]:
     """`blocks` with the learning curve's image carrying its bytes (not read back from disk)."""
-    if plot is None or png is None:
-        return blocks
-    return [(*b, png) if b[0] == "img" and len(b) == 3 and b[2] == plot.name else b for b in blocks]
+    return [(*b, svg) if b[0] == "img" and len(b) == 3 and b[2] == plot.name else b for b in blocks]
 
 
 def side_images(blocks: Sequence[Block], stem: str) -> tuple[list[Block], dict[str, bytes]]:
-    """For Markdown: the blocks linking the views' PNGs as `<stem>-<name>` (the page's stem, as
-    its learning curve `<stem>-curve.png`: two reports in one folder never share an image), and
+    """For Markdown: the blocks linking the views' images as `<stem>-<name>` (the page's stem, as
+    its learning curve `<stem>-curve.svg`: two reports in one folder never share an image), and
     those files' names and bytes, for the caller to check and write beside the page."""
     out: list[Block] = []
     files: dict[str, bytes] = {}

@@ -10,14 +10,24 @@ if TYPE_CHECKING:  # a run's models are imported only for a run: `status` of a p
     from moscopt.core.skills import Pool
     from moscopt.run.history import History
     from moscopt.run.rundir import RunDir
+    from moscopt.run.state import RunState
+
+# The run state's keys (`RunState.extensions`) of the add-ons whose parts status reads: the
+# familiarity router's (`routing.engine.NAME`) and the execution memory's
+# (`extensions.memory.params.NAME`); a test checks that they agree. Their modules (numpy, the
+# memory's models, about 0.15 s of CPU) are imported only for a run that kept such a part.
+ROUTER_PART = "familiarity"
+MEMORY_PART = "memory"
 
 
-def describe(memory: Any) -> list[str]:
-    """The execution memory's lines (`extensions.memory.training.describe`), imported only for a
-    run that has one: it imports the trainer."""
+def _memory(state: RunState) -> list[str] | None:
+    """The execution memory's lines (`extensions.memory.training.describe`), None when the run
+    fitted none; imported only for a run that has one: it imports the trainer."""
     from moscopt.extensions.memory import training
+    from moscopt.extensions.memory.params import stored_memory
 
-    return training.describe(memory)
+    memory = stored_memory(state)
+    return training.describe(memory) if memory is not None else None
 
 
 def _skill_rows(pool: Pool, q: dict[str, float], act: dict[str, int]) -> list[dict[str, Any]]:
@@ -81,9 +91,7 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     `edits` counts the logged edit decisions in one vocabulary (`run.outcomes`: accepted,
     rejected, unusable, not_applied), in all (also as `edits.by_status`) and per target.
     """
-    from moscopt.extensions.memory.params import stored_memory
     from moscopt.extensions.niches.summary import niche_summary
-    from moscopt.routing.engine import stored_router
     from moscopt.routing.gate import constrained_gate
     from moscopt.run.history import History
     from moscopt.run.ledger_read import unsaved_work
@@ -130,8 +138,8 @@ def run_summary(run: RunDir) -> dict[str, Any]:
             else None
         ),
         "niches": niche_summary(state, pool.names),
-        "specialization": _specialization(run) if stored_router(state) is not None else None,
-        "memory": describe(memory) if (memory := stored_memory(state)) is not None else None,
+        "specialization": _specialization(run) if ROUTER_PART in state.extensions else None,
+        "memory": _memory(state) if MEMORY_PART in state.extensions else None,
         "halting": _halting(run, state) if config.memory.halting.enabled else None,
         "deployments": _deployments(run, state) if config.llm.deployments else None,
         "best_val_score": best,
@@ -175,12 +183,13 @@ def _halting(run: RunDir, state: Any) -> dict[str, Any]:
 
 def _certificate(run: RunDir, history: History) -> dict[str, Any] | None:
     """The run's last certificate (final pool vs seed pool on held-out tasks) and its line."""
-    from moscopt.optimizer.engine.certificate import line
     from moscopt.run.ledger import CertificateEvent
 
     found = [e for e in history.events if isinstance(e, CertificateEvent)]
     if not found:
         return None
+    from moscopt.optimizer.engine.certificate import line
+
     data = found[-1].model_dump(mode="json", exclude={"t", "type"})
     return {**data, "line": line(found[-1], run)}
 
@@ -188,13 +197,14 @@ def _certificate(run: RunDir, history: History) -> dict[str, Any] | None:
 def _export_warnings(run: RunDir) -> list[dict[str, str]]:
     """What the run's own exports (`<run>/exports/<mode>/`) warned about when they were made:
     a static or agents routing table with no rule but DEFAULT."""
+    found: list[dict[str, str]] = []
+    folders = sorted(run.exports_dir.iterdir()) if run.exports_dir.is_dir() else []
+    if not folders:  # the exports' package (its models) is imported only when there are some
+        return found
     from moscopt.errors import UserError
     from moscopt.exports.manifest import MANIFEST_FILE, load_manifest
 
-    found: list[dict[str, str]] = []
-    if not run.exports_dir.is_dir():
-        return found
-    for folder in sorted(run.exports_dir.iterdir()):
+    for folder in folders:
         if not (folder / MANIFEST_FILE).is_file():
             continue
         try:

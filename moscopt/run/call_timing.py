@@ -72,7 +72,8 @@ def mean_timing(timed: Sequence[tuple[LLMCall, Timing]]) -> Timing | None:
 def queueing_words(made: Sequence[LLMCall]) -> str | None:
     """For the calls made by a model that answers one request at a time: the mean latency split
     into answering and queueing, in words (None: no such call)."""
-    serial = [c for c in made if not c.cache_hit and serves_one_at_a_time(c.model)]
+    models = {m for m in {c.model for c in made} if serves_one_at_a_time(m)}  # once per model
+    serial = [c for c in made if not c.cache_hit and c.model in models]
     mean = mean_timing(one_at_a_time(serial))
     if mean is None:
         return None

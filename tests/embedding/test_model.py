@@ -168,3 +168,28 @@ def test_cls_pooling_takes_the_first_tokens_vector(tmp_path: Path) -> None:
     assert cls is not None and mean is not None and cls.pooling == "cls"
     a, b = cls.encode(["Convert 3 kilometers to meters."])[0], mean.encode(["Convert 3 km."])[0]
     assert abs(float(a @ a) - 1) < 1e-5 and not np.array_equal(a, b)
+
+
+def test_numpy_encodes_on_one_worker_per_core_up_to_four(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset, the encoder's worker threads are the cores this process may use (at most 4): the
+    first diversity check of a large pool waits for 32 vectors, so they are spread over them."""
+    from types import SimpleNamespace
+
+    from moscopt.embedding import bert, model
+
+    minilm_folder()
+    monkeypatch.setattr(model.os, "sched_getaffinity", lambda _: {0})
+    assert model.default_workers() == 1
+    monkeypatch.setattr(model.os, "sched_getaffinity", lambda _: set(range(16)))
+    assert model.default_workers() == 4
+    monkeypatch.setattr(model.os, "sched_getaffinity", lambda _: {0, 1})
+    seen: list[int] = []
+
+    def load(folder: Path, workers: int = 1) -> object:
+        seen.append(workers)
+        return SimpleNamespace(encode=lambda texts: [])
+
+    monkeypatch.setattr(bert, "load", load)
+    model.load_encoder(MINILM)
+    model.load_encoder(MINILM, threads=1)
+    assert seen == [2, 1]

@@ -86,8 +86,8 @@ def test_report_refuses_to_overwrite_any_side_image_without_force(
     out = tmp_path / "out"
     first = runner.invoke(app, ["report", "--run", str(run), "-o", str(out)])
     assert first.exit_code == 0, first.output
-    images = sorted(p.name for p in out.glob("*.png"))
-    side = [n for n in images if not n.endswith("-curve.png")]
+    images = sorted(p.name for p in out.glob("*.svg"))
+    side = [n for n in images if not n.endswith("-curve.svg")]
     assert side, images  # the views' images (activations, Q over time) are there
     for keep in side:
         for p in out.iterdir():  # only this one image is left of the earlier report
@@ -101,7 +101,7 @@ def test_report_refuses_to_overwrite_any_side_image_without_force(
         assert (out / keep).read_bytes() == b"mine"
     forced = runner.invoke(app, ["report", "--run", str(run), "-o", str(out), "--force"])
     assert forced.exit_code == 0, forced.output
-    assert sorted(p.name for p in out.glob("*.png")) == images
+    assert sorted(p.name for p in out.glob("*.svg")) == images
 
 
 def test_a_failed_report_leaves_no_stray_image(
@@ -130,14 +130,14 @@ def test_a_failed_report_leaves_no_stray_image(
 def test_two_reports_of_one_run_in_one_folder_have_their_own_images(
     trained: tuple[Path, str], tmp_path: Path
 ) -> None:
-    """Issue 38: side images are named after the page (`A-q-over-time.png`), not the run, so
+    """Issue 38: side images are named after the page (`A-q-over-time.svg`), not the run, so
     `report -o A.md` then `report -o B.md` in one folder is not refused."""
     run, _ = trained
     out = tmp_path / "out"
     for name in ("A", "B"):
         result = runner.invoke(app, ["report", "--run", str(run), "-o", str(out / f"{name}.md")])
         assert result.exit_code == 0, result.output
-    images = sorted(p.name for p in out.glob("*.png"))
+    images = sorted(p.name for p in out.glob("*.svg"))
     assert len(images) >= 4 and all(n.startswith(("A-", "B-")) for n in images), images
     for name in ("A", "B"):
         page = (out / f"{name}.md").read_text()

@@ -103,7 +103,7 @@ def test_the_report_shows_the_run_views_and_the_html_stands_alone(
     assert result.exit_code == 0, result.output
     html = html_out.read_text()
     sources = re.findall(r'<img [^>]*src="([^"]+)"', html)
-    assert len(sources) >= 3 and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert len(sources) >= 3 and all(s.startswith("data:image/svg+xml;base64,") for s in sources)
 
 
 def test_an_evolution_cycle_shows_how_its_diversity_was_measured() -> None:
