@@ -12,7 +12,7 @@
                                  finished run is never repeated
       records/<config>-s<seed>.train.json     its training's outcome and spending
       records/<config>-s<seed>.rewound.json   calls a resume rewound (moscopt.study.accounting)
-      table.md, table.json, table.png
+      table.md, table.json, table.svg
 
 Every file is written atomically; a study killed at any instant continues where it stopped.
 """

@@ -124,14 +124,14 @@ def summary_line(name: str, diff: Any) -> str:
 
 
 def write_outputs(study: StudyDir, table: dict[str, Any]) -> list[Path]:
-    """table.json, table.md and (with matplotlib) table.png in the study folder."""
+    """table.json, table.md and table.svg in the study folder."""
     from moscopt.study.plot import plot_table
 
     json_path, md_path = study.path / "table.json", study.path / "table.md"
     atomic_write_json(json_path, table)
-    png = plot_table(table, study.path / "table.png")
-    atomic_write_text(md_path, render_markdown(table, plot=png.name if png else None))
-    return [p for p in (md_path, json_path, png) if p is not None]
+    plot = plot_table(table, study.path / "table.svg")
+    atomic_write_text(md_path, render_markdown(table, plot=plot.name if plot else None))
+    return [p for p in (md_path, json_path, plot) if p is not None]
 
 
 def _pct(v: float) -> str:

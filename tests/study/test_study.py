@@ -109,7 +109,8 @@ def test_a_study_runs_every_configuration_under_every_seed(
     assert rows["no-skill"]["training"]["calls"] == 0
     markdown = (study / "table.md").read_text()
     assert "| `reflect-edit` |" in markdown and "## Reading the table" in markdown
-    assert (study / "table.png").exists()
+    plot = (study / "table.svg").read_text()
+    assert plot.startswith("<svg") and "reflect-edit" in plot and "![" in markdown
 
 
 def test_a_finished_study_is_not_repeated_and_gives_the_same_table(
