@@ -22,6 +22,13 @@ runs the world of `moscopt.testing.learn_world` (a user who corrects every repor
 way) through the command line, `harvest -> train --tasks --held-out -> adopt`, against the
 loopback server, and prints the sessions, the seconds and tasks of the harvest, the calls of
 training and its certificate (the held-out score before -> after).
+
+    python scripts/bench_harvest.py --world --agent PATH/TO/codex [--sessions 40]
+
+does the same with the agent a user runs: every task is solved by a real `codex exec`
+(`npm install @openai/codex`), its skills in its folder's `.agents/skills`, its model the
+world's `codex_agent` behind a loopback Responses server (`moscopt.testing.agent_api_server`);
+nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -61,20 +68,55 @@ def write_copies(source: str, n: int, out: Path) -> None:
         (out / name).write_text(text, encoding="utf-8")
 
 
-def world() -> None:
+def world(agent: str | None = None, sessions: int = 999) -> None:
+    """`harvest -> train -> adopt` in the learn world; with `agent` (the path of a `codex`
+    binary), the trained agent is that real `codex exec`, driven by the external-agent harness,
+    its model the world's `codex_agent` behind a loopback Responses server."""
+    import contextlib
     import os
     import subprocess
     import sys
 
     from moscopt.testing import FakeServer
-    from moscopt.testing.learn_world import responder, write_sessions
+    from moscopt.testing.agent_api_server import AgentAPIServer
+    from moscopt.testing.learn_world import codex_agent, responder, write_sessions
     from moscopt.testing.scripted import write_project
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         root = Path(tmp)
-        write_project(root, FIXTURES.parents[2] / "skills")
-        n = write_sessions(root / "sessions.jsonl", ["no — always put the risks first"] * 999)
         env = {**os.environ, "OPENAI_API_KEY": "sk-bench"}
+        config = ""
+        if agent is not None:
+            codex = stack.enter_context(AgentAPIServer(body_responder=codex_agent))
+            home = root / ".codex-home"
+            home.mkdir()
+            (home / "config.toml").write_text(
+                'model = "loopback-model"\nmodel_provider = "loopback"\n'
+                "[model_providers.loopback]\n"
+                f'name = "loopback"\nbase_url = "{codex.url}/v1"\nenv_key = "LOOPBACK_API_KEY"\n'
+                'wire_api = "responses"\n'
+            )
+            env |= {
+                "CODEX_HOME": str(home),
+                "LOOPBACK_API_KEY": "loopback-key",
+                "HTTP_PROXY": "http://127.0.0.1:9",  # a closed port: nothing leaves the machine
+                "HTTPS_PROXY": "http://127.0.0.1:9",
+                "NO_PROXY": "127.0.0.1,localhost",
+            }
+            command = [str(Path(agent).resolve()), "exec", "--skip-git-repo-check", "{task}"]
+            config = json.dumps(
+                {
+                    "agent": {
+                        "command": command,
+                        "env": ["CODEX_HOME", "LOOPBACK_API_KEY"],
+                        "timeout": 180,
+                        "parallel": 2,
+                    }
+                }
+            )
+        write_project(root, FIXTURES.parents[2] / "skills", config)
+        corrections = ["no — always put the risks first"] * sessions
+        n = write_sessions(root / "sessions.jsonl", corrections)
 
         def moscopt(*args: str) -> str:
             cmd = [sys.executable, "-m", "moscopt", *args]
@@ -97,9 +139,19 @@ def world() -> None:
             calls = server.count("ok")
         t2 = time.perf_counter()
         moscopt("adopt", "--run", "runs/r1", "--to", ".claude/skills")
+        runs = len(codex.requests) if agent is not None else 0
     certificate = next(line for line in out.splitlines() if line.startswith("certificate:"))
     print(f"world: {n} sessions; harvest {t1 - t0:.2f} s (process included), {tasks} tasks")
     print(f"train: {calls} calls, {t2 - t1:.1f} s; {certificate}")
+    if agent is not None:
+        print(f"agent: {runs} requests from codex exec ({version(agent)})")
+
+
+def version(binary: str) -> str:
+    import subprocess
+
+    done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
+    return done.stdout.strip()
 
 
 def grouping(counts: list[int]) -> None:
@@ -128,10 +180,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--source", choices=["codex", "claude-code"], default="codex")
     ap.add_argument("--world", action="store_true", help="harvest -> train -> adopt, end to end")
+    ap.add_argument("--agent", help="--world: the path of a codex binary, the trained agent")
+    ap.add_argument("--sessions", type=int, default=999, help="--world: sessions written")
     ap.add_argument("--grouping", action="store_true", help="time the grouping alone, at --n")
     args = ap.parse_args()
     if args.world:
-        world()
+        world(args.agent, args.sessions)
         return
     if args.grouping:
         grouping(args.n)

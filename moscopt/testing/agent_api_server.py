@@ -12,7 +12,9 @@ transcripts on this machine (`scripts/record_sessions.py`): nothing leaves 127.0
   the response object.
 - `POST /v1/chat/completions` (OpenAI chat) for completeness.
 
-Answers only text (never a tool call): `responder(last_user_text) -> str` (default: echo).
+Answers only text (never a tool call): `responder(last_user_text) -> str` (default: echo), or
+`body_responder(body) -> str` when the answer depends on more of the request (the skills an
+agent lists in its instructions, its working folder).
 Every request is logged (`requests`: path and parsed body); `secrets_seen(values)` says which
 of `values` appeared in any request body (the check that nothing secret went out).
 """
@@ -62,8 +64,14 @@ def _words(text: str) -> int:
 class AgentAPIServer:
     """See the module docstring. A context manager; `url` is `http://127.0.0.1:<port>`."""
 
-    def __init__(self, responder: Responder | None = None) -> None:
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        body_responder: Callable[[dict[str, Any]], str] | None = None,
+    ) -> None:
         self.responder = responder or (lambda text: f"echo: {text}")
+        self.body_responder = body_responder
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.raw: list[bytes] = []
         self._lock = threading.Lock()
@@ -91,6 +99,8 @@ class AgentAPIServer:
     def answer(self, path: str, body: dict[str, Any]) -> str:
         with self._lock:
             self.requests.append((path, body))
+        if self.body_responder is not None:
+            return self.body_responder(body)
         return self.responder(last_user_text(body))
 
 

@@ -7,6 +7,12 @@ loopback server (`FakeServer(responder=...)`) for training on the mined tasks: t
 (a criterion is met iff the answer opens with its Risks section), the optimizer (it proposes
 `RULE`) and the agent (it puts the risks first iff `RULE` is in its skills), told apart by the
 opening words of each prompt, since the server sees no call's purpose.
+
+`codex_agent` plays the model behind a real `codex exec` (the agent a user runs, driven by the
+external-agent harness; `python scripts/bench_harvest.py --world --agent PATH_TO_CODEX`): Codex
+lists the skills of its folder's `.agents/skills` in its instructions and names the folder;
+this model reads the listed skills there, as a real model does with its shell tool, and puts
+the risks first iff one of them holds `RULE`.
 """
 
 from __future__ import annotations
@@ -72,3 +78,13 @@ def responder(body: dict[str, Any]) -> str:
         return "- The reports put the status before the risks."
     system = messages[0]["content"] if messages[0]["role"] == "system" else ""
     return RISKS_FIRST if RULE in system else STATUS_FIRST
+
+
+def codex_agent(body: dict[str, Any]) -> str:
+    """The answer of the model behind `codex exec` to a Responses request `body` (module
+    docstring): from the skills in the `<cwd>` its environment context names."""
+    text = json.dumps(body)
+    cwd = re.search(r"<cwd>([^<]+)</cwd>", text)
+    folder = Path(json.loads(f'"{cwd.group(1)}"')) / ".agents" / "skills" if cwd else None
+    bodies = [p.read_text() for p in folder.glob("*/SKILL.md")] if folder is not None else []
+    return RISKS_FIRST if any(RULE in b for b in bodies) else STATUS_FIRST
