@@ -23,12 +23,12 @@ way) through the command line, `harvest -> train --tasks --held-out -> adopt`, a
 loopback server, and prints the sessions, the seconds and tasks of the harvest, the calls of
 training and its certificate (the held-out score before -> after).
 
-    python scripts/bench_harvest.py --world --agent PATH/TO/codex [--sessions 40]
+    python scripts/bench_harvest.py --world --agent PATH/TO/codex|claude [--sessions 40]
 
-does the same with the agent a user runs: every task is solved by a real `codex exec`
-(`npm install @openai/codex`), its skills in its folder's `.agents/skills`, its model the
-world's `codex_agent` behind a loopback Responses server (`moscopt.testing.agent_api_server`);
-nothing leaves 127.0.0.1.
+does the same with the agent a user runs: every task is solved by a real `codex exec` or
+`claude -p` (`npm install @openai/codex @anthropic-ai/claude-code`), its skills in its folder's
+`.agents/skills` / `.claude/skills`, its model the world's `agent_model` behind a loopback
+server (`moscopt.testing.agent_api_server`); nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -69,9 +69,9 @@ def write_copies(source: str, n: int, out: Path) -> None:
 
 
 def world(agent: str | None = None, sessions: int = 999) -> None:
-    """`harvest -> train -> adopt` in the learn world; with `agent` (the path of a `codex`
-    binary), the trained agent is that real `codex exec`, driven by the external-agent harness,
-    its model the world's `codex_agent` behind a loopback Responses server."""
+    """`harvest -> train -> adopt` in the learn world; with `agent` (the path of a `codex` or a
+    `claude` binary), the trained agent is that real `codex exec` / `claude -p`, driven by the
+    external-agent harness, its model the world's `agent_model` behind a loopback server."""
     import contextlib
     import os
     import subprocess
@@ -79,7 +79,7 @@ def world(agent: str | None = None, sessions: int = 999) -> None:
 
     from moscopt.testing import FakeServer
     from moscopt.testing.agent_api_server import AgentAPIServer
-    from moscopt.testing.learn_world import codex_agent, responder, write_sessions
+    from moscopt.testing.learn_world import agent_model, responder, write_sessions
     from moscopt.testing.scripted import write_project
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
@@ -87,33 +87,35 @@ def world(agent: str | None = None, sessions: int = 999) -> None:
         env = {**os.environ, "OPENAI_API_KEY": "sk-bench"}
         config = ""
         if agent is not None:
-            codex = stack.enter_context(AgentAPIServer(body_responder=codex_agent))
-            home = root / ".codex-home"
-            home.mkdir()
-            (home / "config.toml").write_text(
-                'model = "loopback-model"\nmodel_provider = "loopback"\n'
-                "[model_providers.loopback]\n"
-                f'name = "loopback"\nbase_url = "{codex.url}/v1"\nenv_key = "LOOPBACK_API_KEY"\n'
-                'wire_api = "responses"\n'
-            )
-            env |= {
-                "CODEX_HOME": str(home),
-                "LOOPBACK_API_KEY": "loopback-key",
-                "HTTP_PROXY": "http://127.0.0.1:9",  # a closed port: nothing leaves the machine
-                "HTTPS_PROXY": "http://127.0.0.1:9",
-                "NO_PROXY": "127.0.0.1,localhost",
-            }
-            command = [str(Path(agent).resolve()), "exec", "--skip-git-repo-check", "{task}"]
-            config = json.dumps(
-                {
-                    "agent": {
-                        "command": command,
-                        "env": ["CODEX_HOME", "LOOPBACK_API_KEY"],
-                        "timeout": 180,
-                        "parallel": 2,
-                    }
+            model = stack.enter_context(AgentAPIServer(body_responder=agent_model))
+            closed = "http://127.0.0.1:9"  # a closed port: nothing leaves the machine
+            env |= {"HTTP_PROXY": closed, "HTTPS_PROXY": closed, "NO_PROXY": "127.0.0.1,localhost"}
+            binary = str(Path(agent).resolve())
+            if Path(agent).name.startswith("claude"):
+                command = [binary, "-p", "{task}"]
+                names = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "DISABLE_*", "CLAUDE_CODE_*"]
+                env |= {
+                    "ANTHROPIC_BASE_URL": model.url,
+                    "ANTHROPIC_API_KEY": "loopback-key",
+                    "DISABLE_TELEMETRY": "1",
+                    "DISABLE_ERROR_REPORTING": "1",
+                    "DISABLE_AUTOUPDATER": "1",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 }
-            )
+            else:
+                home = root / ".codex-home"
+                home.mkdir()
+                (home / "config.toml").write_text(
+                    'model = "loopback-model"\nmodel_provider = "loopback"\n'
+                    "[model_providers.loopback]\n"
+                    f'name = "loopback"\nbase_url = "{model.url}/v1"\n'
+                    'env_key = "LOOPBACK_API_KEY"\nwire_api = "responses"\n'
+                )
+                command = [binary, "exec", "--skip-git-repo-check", "{task}"]
+                names = ["CODEX_HOME", "LOOPBACK_API_KEY"]
+                env |= {"CODEX_HOME": str(home), "LOOPBACK_API_KEY": "loopback-key"}
+            settings = {"command": command, "env": names, "timeout": 180, "parallel": 2}
+            config = json.dumps({"agent": settings})
         write_project(root, FIXTURES.parents[2] / "skills", config)
         corrections = ["no — always put the risks first"] * sessions
         n = write_sessions(root / "sessions.jsonl", corrections)
@@ -139,12 +141,12 @@ def world(agent: str | None = None, sessions: int = 999) -> None:
             calls = server.count("ok")
         t2 = time.perf_counter()
         moscopt("adopt", "--run", "runs/r1", "--to", ".claude/skills")
-        runs = len(codex.requests) if agent is not None else 0
+        runs = len(model.requests) if agent is not None else 0
     certificate = next(line for line in out.splitlines() if line.startswith("certificate:"))
     print(f"world: {n} sessions; harvest {t1 - t0:.2f} s (process included), {tasks} tasks")
     print(f"train: {calls} calls, {t2 - t1:.1f} s; {certificate}")
     if agent is not None:
-        print(f"agent: {runs} requests from codex exec ({version(agent)})")
+        print(f"agent: {runs} model requests from {Path(agent).name} ({version(agent)})")
 
 
 def version(binary: str) -> str:

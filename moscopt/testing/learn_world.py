@@ -8,11 +8,12 @@ loopback server (`FakeServer(responder=...)`) for training on the mined tasks: t
 `RULE`) and the agent (it puts the risks first iff `RULE` is in its skills), told apart by the
 opening words of each prompt, since the server sees no call's purpose.
 
-`codex_agent` plays the model behind a real `codex exec` (the agent a user runs, driven by the
-external-agent harness; `python scripts/bench_harvest.py --world --agent PATH_TO_CODEX`): Codex
-lists the skills of its folder's `.agents/skills` in its instructions and names the folder;
-this model reads the listed skills there, as a real model does with its shell tool, and puts
-the risks first iff one of them holds `RULE`.
+`agent_model` plays the model behind a real `codex exec` or `claude -p` (the agent a user runs,
+driven by the external-agent harness; `python scripts/bench_harvest.py --world --agent PATH`):
+each lists the skills of its folder (`.agents/skills`, `.claude/skills`) in its instructions and
+names the folder (Codex: `<cwd>`; Claude Code: "Primary working directory:"); this model reads
+the skills there, as a real model does with its tools, and puts the risks first iff one of
+them holds `RULE`.
 """
 
 from __future__ import annotations
@@ -80,11 +81,13 @@ def responder(body: dict[str, Any]) -> str:
     return RISKS_FIRST if RULE in system else STATUS_FIRST
 
 
-def codex_agent(body: dict[str, Any]) -> str:
-    """The answer of the model behind `codex exec` to a Responses request `body` (module
-    docstring): from the skills in the `<cwd>` its environment context names."""
+def agent_model(body: dict[str, Any]) -> str:
+    """The answer of the model behind `codex exec` (an OpenAI Responses request) or `claude -p`
+    (Anthropic Messages) to `body` (module docstring): from the skills in the folder it names."""
     text = json.dumps(body)
-    cwd = re.search(r"<cwd>([^<]+)</cwd>", text)
-    folder = Path(json.loads(f'"{cwd.group(1)}"')) / ".agents" / "skills" if cwd else None
-    bodies = [p.read_text() for p in folder.glob("*/SKILL.md")] if folder is not None else []
-    return RISKS_FIRST if any(RULE in b for b in bodies) else STATUS_FIRST
+    found = re.search(r"<cwd>([^<]+)</cwd>|Primary working directory: ([^\\\s]+)", text)
+    if found is None:
+        return STATUS_FIRST
+    cwd = Path(json.loads(f'"{found.group(1) or found.group(2)}"'))
+    skills = [*cwd.glob(".agents/skills/*/SKILL.md"), *cwd.glob(".claude/skills/*/SKILL.md")]
+    return RISKS_FIRST if any(RULE in p.read_text() for p in skills) else STATUS_FIRST

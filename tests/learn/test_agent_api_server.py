@@ -51,24 +51,37 @@ def test_last_user_text_skips_inserted_blocks() -> None:
     assert last_user_text(body) == "first"
 
 
-def test_the_codex_world_answers_from_the_skills_in_the_folder_codex_names(tmp_path: Path) -> None:
-    """`learn_world.codex_agent` behind `body_responder`: the model reads the skills of the
-    `<cwd>` Codex's environment context names (as `bench_harvest.py --world --agent` runs it)."""
-    from moscopt.testing.learn_world import RISKS_FIRST, RULE, STATUS_FIRST, codex_agent
+def test_the_agent_world_answers_from_the_skills_in_the_folder_the_agent_names(
+    tmp_path: Path,
+) -> None:
+    """`learn_world.agent_model` behind `body_responder`: the model reads the skills of the
+    folder Codex (`<cwd>`, a Responses request) or Claude Code ("Primary working directory:", a
+    Messages request) names, as `bench_harvest.py --world --agent` runs them."""
+    from moscopt.testing.learn_world import RISKS_FIRST, RULE, STATUS_FIRST, agent_model
 
-    def request(cwd: Path) -> dict[str, Any]:
-        context = f"<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>"
-        parts = [context, "Write a report on billing"]
+    def codex(cwd: Path) -> tuple[str, dict[str, Any]]:
+        parts = [f"<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>", "Report"]
         content = [{"type": "input_text", "text": t} for t in parts]
-        return {"model": "m", "input": [{"type": "message", "role": "user", "content": content}]}
+        return "/v1/responses", {"input": [{"role": "user", "content": content}]}
 
-    skill = tmp_path / "with" / ".agents" / "skills" / "reports"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(f"---\nname: reports\ndescription: d\n---\n{RULE}\n")
+    def claude(cwd: Path) -> tuple[str, dict[str, Any]]:
+        system = f"# Environment\n - Primary working directory: {cwd}\n - Is a git repository"
+        return "/v1/messages", {"system": system, "messages": [{"role": "user", "content": "R"}]}
+
+    for folder in (".agents/skills/reports", ".claude/skills/reports"):
+        (tmp_path / "with" / folder).mkdir(parents=True)
+        (tmp_path / "with" / folder / "SKILL.md").write_text(f"---\nname: reports\n---\n{RULE}\n")
     (tmp_path / "without").mkdir()
-    with AgentAPIServer(body_responder=codex_agent) as server:
-        answers = []
-        for cwd in (tmp_path / "with", tmp_path / "without"):
-            _, text = post(server.url + "/v1/responses", request(cwd))
-            answers.append(events(text)[-1]["response"]["output"][0]["content"][0]["text"])
-    assert answers == [RISKS_FIRST, STATUS_FIRST]
+    answers = []
+    with AgentAPIServer(body_responder=agent_model) as server:
+        for make in (codex, claude):
+            for cwd in (tmp_path / "with", tmp_path / "without"):
+                path, body = make(cwd)
+                _, text = post(server.url + path, {"model": "m", "stream": True, **body})
+                done = events(text)
+                answers.append(
+                    done[-1]["response"]["output"][0]["content"][0]["text"]
+                    if path.endswith("responses")
+                    else "".join(e["delta"].get("text", "") for e in done if "delta" in e)
+                )
+    assert answers == [RISKS_FIRST, STATUS_FIRST] * 2
