@@ -135,8 +135,9 @@ async def watch(ctx: Context, path: Path, seconds: float | None) -> CallToolResu
         data = await asyncio.to_thread(run_status, args, project=False)
     except Exception as e:
         return tool_error(e)
-    if t is not None and t.finished.is_set():
-        await ctx.report_progress(data.get("totals", {}).get("calls", 0), None, "finished")
+    if t is not None and t.finished.is_set():  # said however fast the run was
+        calls = data.get("totals", {}).get("calls", 0)
+        await ctx.report_progress(calls, None, f"finished: {calls} calls")
     return tool_result(data)
 
 
