@@ -92,12 +92,16 @@ def words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
+def jaccard(a: set[str], b: set[str]) -> float:
+    """|a & b| / |a | b|; 0 when either is empty."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
 def similarity(a: str, b: str) -> float:
     """Jaccard similarity of the content words of `a` and `b` (0 when either has none)."""
-    wa, wb = words(a), words(b)
-    if not wa or not wb:
-        return 0.0
-    return len(wa & wb) / len(wa | wb)
+    return jaccard(words(a), words(b))
 
 
 REASK = 0.6  # a user turn this similar to the request asks it again

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from moscopt.learn.corrections import Requirement, kind_of, requirements, words
+from moscopt.learn.corrections import Requirement, jaccard, kind_of, requirements, words
 from moscopt.learn.secrets import limit
 from moscopt.learn.sessions import Session
 
@@ -99,10 +99,7 @@ def group(items: list[Exchange]) -> list[list[Exchange]]:
         prefix = sorted(here, key=lambda w: (rarity[w], w))
         prefix = prefix[: len(prefix) - math.ceil(SAME_REQUEST * len(prefix)) + 1]
         candidates = sorted({g for w in prefix for g in index.get(w, ())})
-        joined = next(
-            (g for g in candidates if _similar(here, firsts[g])),
-            None,
-        )
+        joined = next((g for g in candidates if jaccard(here, firsts[g]) >= SAME_REQUEST), None)
         if joined is not None:
             groups[joined].append(ex)
             continue
@@ -111,11 +108,6 @@ def group(items: list[Exchange]) -> list[list[Exchange]]:
         for w in prefix:
             index.setdefault(w, []).append(len(groups) - 1)
     return groups
-
-
-def _similar(a: set[str], b: set[str]) -> bool:
-    shared = len(a & b)
-    return bool(a and b) and shared >= SAME_REQUEST * (len(a) + len(b) - shared)
 
 
 def consistent(found: list[Requirement]) -> tuple[list[Requirement], int]:
