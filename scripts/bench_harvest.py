@@ -78,7 +78,12 @@ def world(agent: str | None = None, sessions: int = 999) -> None:
     import sys
 
     from moscopt.testing import FakeServer
-    from moscopt.testing.agent_api_server import AgentAPIServer
+    from moscopt.testing.agent_api_server import (
+        CLOSED_PROXIES,
+        AgentAPIServer,
+        claude_environment,
+        codex_environment,
+    )
     from moscopt.testing.learn_world import agent_model, responder, write_sessions
     from moscopt.testing.scripted import write_project
 
@@ -88,33 +93,15 @@ def world(agent: str | None = None, sessions: int = 999) -> None:
         config = ""
         if agent is not None:
             model = stack.enter_context(AgentAPIServer(body_responder=agent_model))
-            closed = "http://127.0.0.1:9"  # a closed port: nothing leaves the machine
-            env |= {"HTTP_PROXY": closed, "HTTPS_PROXY": closed, "NO_PROXY": "127.0.0.1,localhost"}
             binary = str(Path(agent).resolve())
             if Path(agent).name.startswith("claude"):
                 command = [binary, "-p", "{task}"]
-                names = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "DISABLE_*", "CLAUDE_CODE_*"]
-                env |= {
-                    "ANTHROPIC_BASE_URL": model.url,
-                    "ANTHROPIC_API_KEY": "loopback-key",
-                    "DISABLE_TELEMETRY": "1",
-                    "DISABLE_ERROR_REPORTING": "1",
-                    "DISABLE_AUTOUPDATER": "1",
-                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                }
+                extra = claude_environment(model.url)
             else:
-                home = root / ".codex-home"
-                home.mkdir()
-                (home / "config.toml").write_text(
-                    'model = "loopback-model"\nmodel_provider = "loopback"\n'
-                    "[model_providers.loopback]\n"
-                    f'name = "loopback"\nbase_url = "{model.url}/v1"\n'
-                    'env_key = "LOOPBACK_API_KEY"\nwire_api = "responses"\n'
-                )
                 command = [binary, "exec", "--skip-git-repo-check", "{task}"]
-                names = ["CODEX_HOME", "LOOPBACK_API_KEY"]
-                env |= {"CODEX_HOME": str(home), "LOOPBACK_API_KEY": "loopback-key"}
-            settings = {"command": command, "env": names, "timeout": 180, "parallel": 2}
+                extra = codex_environment(root / ".codex-home", model.url)
+            env |= CLOSED_PROXIES | extra  # nothing leaves the machine
+            settings = {"command": command, "env": sorted(extra), "timeout": 180, "parallel": 2}
             config = json.dumps({"agent": settings})
         write_project(root, FIXTURES.parents[2] / "skills", config)
         corrections = ["no — always put the risks first"] * sessions
@@ -146,14 +133,9 @@ def world(agent: str | None = None, sessions: int = 999) -> None:
     print(f"world: {n} sessions; harvest {t1 - t0:.2f} s (process included), {tasks} tasks")
     print(f"train: {calls} calls, {t2 - t1:.1f} s; {certificate}")
     if agent is not None:
-        print(f"agent: {runs} model requests from {Path(agent).name} ({version(agent)})")
+        from moscopt.testing.agent_api_server import cli_version
 
-
-def version(binary: str) -> str:
-    import subprocess
-
-    done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
-    return done.stdout.strip()
+        print(f"agent: {runs} model requests from {Path(agent).name} ({cli_version(agent)})")
 
 
 def grouping(counts: list[int]) -> None:

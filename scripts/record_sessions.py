@@ -31,7 +31,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from moscopt.testing.agent_api_server import AgentAPIServer
+from moscopt.testing.agent_api_server import (
+    CLOSED_PROXIES,
+    AgentAPIServer,
+    claude_environment,
+    cli_version,
+    codex_environment,
+)
 
 PACKAGES = ("@openai/codex", "@anthropic-ai/claude-code")
 FAKE_HOME = "/home/user"
@@ -87,9 +93,7 @@ def clean_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "LANG": "C.UTF-8",
-        "HTTP_PROXY": "http://127.0.0.1:9",  # a closed port: any outside request fails here
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1,localhost",
+        **CLOSED_PROXIES,  # any outside request fails here
     }
     env.update(extra)
     return env
@@ -113,21 +117,8 @@ def install(prefix: Path) -> Path:
     return bin_dir
 
 
-def version(binary: Path) -> str:
-    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
-    return out.stdout.strip()
-
-
 def record_codex(bin_dir: Path, home: Path, project: Path, url: str) -> None:
-    codex_home = home / ".codex"
-    codex_home.mkdir(parents=True, exist_ok=True)
-    (codex_home / "config.toml").write_text(
-        'model = "loopback-model"\nmodel_provider = "loopback"\n'
-        "[model_providers.loopback]\n"
-        f'name = "loopback"\nbase_url = "{url}/v1"\nenv_key = "LOOPBACK_API_KEY"\n'
-        'wire_api = "responses"\n'
-    )
-    env = clean_env(home, {"CODEX_HOME": str(codex_home), "LOOPBACK_API_KEY": "loopback-key"})
+    env = clean_env(home, codex_environment(home / ".codex", url))
     codex = [str(bin_dir / "codex"), "exec", "--skip-git-repo-check"]
     for request, correction in CODEX_SESSIONS:
         run([*codex, request], project, env)
@@ -135,17 +126,7 @@ def record_codex(bin_dir: Path, home: Path, project: Path, url: str) -> None:
 
 
 def record_claude(bin_dir: Path, home: Path, project: Path, url: str) -> None:
-    env = clean_env(
-        home,
-        {
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "loopback-key",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        },
-    )
+    env = clean_env(home, claude_environment(url))
     claude = [str(bin_dir / "claude"), "-p"]
     for request, correction in CLAUDE_SESSIONS:
         run([*claude, request], project, env)
@@ -192,7 +173,9 @@ def main() -> None:
         for sub in ("claude-code", "codex"):
             shutil.rmtree(args.out / sub, ignore_errors=True)
         copied = copy_out(home, project, args.out)
-        versions = f"codex: {version(bin_dir / 'codex')}\nclaude: {version(bin_dir / 'claude')}\n"
+        versions = (
+            f"codex: {cli_version(bin_dir / 'codex')}\nclaude: {cli_version(bin_dir / 'claude')}\n"
+        )
     (args.out / "VERSIONS.txt").write_text(versions)
     print(versions + "\n".join(str(p) for p in copied))
 

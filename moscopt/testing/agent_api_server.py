@@ -26,6 +26,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 from moscopt.testing.fake_http import LoopbackHTTPServer
@@ -271,3 +272,45 @@ class _Handler(BaseHTTPRequestHandler):
             _json(self, completion_body(body, text, 0))
         else:
             _json(self, {"error": {"message": f"no route {path}"}}, 404)
+
+
+# Proxies at a closed loopback port: a client that tried any address but the server's would fail
+CLOSED_PROXIES = {
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "127.0.0.1,localhost",
+}
+
+
+def codex_environment(codex_home: Path, url: str) -> dict[str, str]:
+    """The variables that point `codex` at the server at `url`: a model provider of its own in
+    `codex_home/config.toml` (written here), speaking the Responses API, a placeholder key."""
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        'model = "loopback-model"\nmodel_provider = "loopback"\n'
+        "[model_providers.loopback]\n"
+        f'name = "loopback"\nbase_url = "{url}/v1"\nenv_key = "LOOPBACK_API_KEY"\n'
+        'wire_api = "responses"\n'
+    )
+    return {"CODEX_HOME": str(codex_home), "LOOPBACK_API_KEY": "loopback-key"}
+
+
+def claude_environment(url: str) -> dict[str, str]:
+    """The variables that point `claude` at the server at `url`, with its telemetry, error
+    reports and updates off."""
+    return {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "loopback-key",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+
+def cli_version(binary: str | Path) -> str:
+    """What `binary --version` prints."""
+    import subprocess
+
+    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    return done.stdout.strip()
