@@ -65,12 +65,14 @@ def merged_files(skills: Sequence[Skill]) -> dict[str, tuple[SkillFile, ...]]:
     return out
 
 
-def shipped_files(skills: Sequence[Skill]) -> tuple[SkillFile, ...]:
-    """The distilled folder's files (`merged_files`, each path once), sorted; a `UserError`
-    when they are more than a skill folder may hold."""
+def shipped_files(
+    skills: Sequence[Skill], placed: Mapping[str, Sequence[SkillFile]]
+) -> tuple[SkillFile, ...]:
+    """The distilled folder's files (`placed`, `merged_files`' answer, each path once), sorted;
+    a `UserError` when they are more than a skill folder may hold."""
     shipped: dict[str, SkillFile] = {}
-    for placed in merged_files(skills).values():
-        shipped.update((f.path, f) for f in placed if f.path not in shipped)
+    for files in placed.values():
+        shipped.update((f.path, f) for f in files if f.path not in shipped)
     size = sum(len(f.data) for f in shipped.values())
     if len(shipped) > FOLDER_MAX_FILES or size > FOLDER_MAX_BYTES:
         raise UserError(
@@ -83,11 +85,16 @@ def shipped_files(skills: Sequence[Skill]) -> tuple[SkillFile, ...]:
 
 
 def distill_messages(
-    skills: Sequence[Skill], gate: Skill | None, k: int, q: Mapping[str, float]
+    skills: Sequence[Skill],
+    gate: Skill | None,
+    k: int,
+    q: Mapping[str, float],
+    files: Mapping[str, Sequence[SkillFile]],
 ) -> list[Any]:
+    """The distil prompt; `files`: each skill's files where the distilled folder puts them
+    (`merged_files`)."""
     from moscopt.core.prompting import render
 
-    files = merged_files(skills)
     blocks = []
     for s in skills:
         score = f"Q-score {q[s.name]:.2f}" if s.name in q else "Q-score n/a"
@@ -138,8 +145,9 @@ async def distill(
     from moscopt.lm.local import is_embedded
 
     say = progress or (lambda _: None)
-    files = shipped_files(skills)
-    messages = distill_messages(skills, gate, k, q)
+    placed = merged_files(skills)
+    files = shipped_files(skills, placed)
+    messages = distill_messages(skills, gate, k, q, placed)
     merged = [s.name for s in skills]
     compact = is_embedded(lm.model)
     schema = draft_schema(compact=compact, body_max=BODY_MAX, description_max=DESCRIPTION_MAX)
