@@ -5,7 +5,10 @@ its interval, green where better, red where worse. The same table gives the same
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from moscopt.report.svg import Drawing, Panel
 
 VERDICT_COLORS = {"better": "#2ca02c", "worse": "#d62728"}
 GRAY = "#7f7f7f"
@@ -52,7 +55,9 @@ def plot_table(table: dict[str, Any], out: Path) -> Path | None:
     return out
 
 
-def _interval(d: Any, p: Any, y: float, mean: float, low: float, high: float, color: str) -> None:
+def _interval(
+    d: Drawing, p: Panel, y: float, mean: float, low: float, high: float, color: str
+) -> None:
     """A point at `mean` with a bar from `low` to `high` and caps, at height `y`."""
     a, b = p.x(min(low, mean)), p.x(max(high, mean))
     d.line(a, y, b, y, f'stroke="{color}" stroke-width="1.5"')
