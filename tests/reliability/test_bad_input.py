@@ -238,23 +238,32 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize(("case", "command"), RUN_PARAMS)
-def test_damaged_run_is_exit_2_one_line_nothing_written(
-    stopped_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, command: str
-) -> None:
-    project = tmp_path / "p"
+def refused_on_damaged_run(
+    stopped_run: Path, root: Path, monkeypatch: pytest.MonkeyPatch, mutate: Mutation, command: str
+) -> str:
+    """The output of `RUN_COMMANDS[command]` in a copy of the stopped run's project, its run
+    damaged by `mutate`: exit 2 is asserted, and that nothing was written (the response cache
+    aside: a SQLite database, which opening may checkpoint)."""
+    project = root / "p"
     shutil.copytree(stopped_run, project)
     monkeypatch.chdir(project)
-    mutate, _, expect = RUN_CASES[case]
     mutate(project / "runs/r1")
     before = snapshot(project)
     result = runner.invoke(app, RUN_COMMANDS[command])
     assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("moscopt: error: "), result.output
-    assert re.search(expect, lines[0]), lines[0]
-    # the response cache is a SQLite database: opening it may checkpoint its journal
     assert strip_cache(snapshot(project)) == strip_cache(before)
+    return result.output
+
+
+@pytest.mark.parametrize(("case", "command"), RUN_PARAMS)
+def test_damaged_run_is_exit_2_one_line_nothing_written(
+    stopped_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, command: str
+) -> None:
+    mutate, _, expect = RUN_CASES[case]
+    output = refused_on_damaged_run(stopped_run, tmp_path, monkeypatch, mutate, command)
+    lines = output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("moscopt: error: "), output
+    assert re.search(expect, lines[0]), lines[0]
 
 
 def strip_cache(files: dict[str, str]) -> dict[str, str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,13 +24,12 @@ from moscopt.testing.scripted import make_run, respond
 
 from .test_bad_input import (
     COMMANDS,
-    RUN_COMMANDS,
     Mutation,
     append,
+    refused_on_damaged_run,
     replace_in,
     snapshot,
     stopped_run,
-    strip_cache,
     write,
 )
 
@@ -131,16 +129,8 @@ RUN_PARAMS = [(case, cmd) for case, (_, cmds, _) in sorted(RUN_CASES.items()) fo
 def test_a_deep_run_file_is_one_message_naming_it(
     stopped_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, command: str
 ) -> None:
-    project = tmp_path / "p"
-    shutil.copytree(stopped_run, project)
-    monkeypatch.chdir(project)
     mutate, _, where = RUN_CASES[case]
-    mutate(project / "runs/r1")
-    before = snapshot(project)
-    result = runner.invoke(app, RUN_COMMANDS[command])
-    assert result.exit_code == 2, result.output
-    one_error(result.output, where)
-    assert strip_cache(snapshot(project)) == strip_cache(before)
+    one_error(refused_on_damaged_run(stopped_run, tmp_path, monkeypatch, mutate, command), where)
 
 
 def test_the_json_reader_is_bounded_and_exact() -> None:
