@@ -134,21 +134,34 @@ CASES: dict[str, tuple[Mutation, tuple[str, ...], str]] = {
 PARAMS = [(case, cmd) for case, (_, cmds, _) in sorted(CASES.items()) for cmd in cmds]
 
 
+def one_line_error(output: str, pattern: str) -> str:
+    """The one line of `output`, a `moscopt: error:` that matches `pattern`."""
+    lines = output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("moscopt: error: "), output
+    assert re.search(pattern, lines[0]), lines[0]
+    return lines[0]
+
+
+def refused_on_bad_project(project: Path, mutate: Mutation, command: str) -> str:
+    """The output of `COMMANDS[command]` in `project` damaged by `mutate`: exit 2 is asserted,
+    and that nothing was written (no run started)."""
+    mutate(project)
+    before = snapshot(project)
+    result = runner.invoke(app, COMMANDS[command])
+    assert result.exit_code == 2, result.output
+    assert snapshot(project) == before
+    assert not (project / "runs").exists()
+    return result.output
+
+
 @pytest.mark.parametrize(("case", "command"), PARAMS)
 def test_bad_file_is_exit_2_one_line_nothing_written(
     project: Path, case: str, command: str
 ) -> None:
     mutate, _, expect = CASES[case]
-    mutate(project)
-    before = snapshot(project)
-    result = runner.invoke(app, COMMANDS[command])
-    assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("moscopt: error: "), result.output
-    assert re.search(expect, lines[0]), lines[0]
-    assert "Traceback" not in result.output
-    assert snapshot(project) == before
-    assert not (project / "runs").exists()
+    output = refused_on_bad_project(project, mutate, command)
+    one_line_error(output, expect)
+    assert "Traceback" not in output
 
 
 # -- a damaged run directory: `status --run`, `train --resume`, `eval --run` -----------------------
@@ -260,10 +273,9 @@ def test_damaged_run_is_exit_2_one_line_nothing_written(
     stopped_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, command: str
 ) -> None:
     mutate, _, expect = RUN_CASES[case]
-    output = refused_on_damaged_run(stopped_run, tmp_path, monkeypatch, mutate, command)
-    lines = output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("moscopt: error: "), output
-    assert re.search(expect, lines[0]), lines[0]
+    one_line_error(
+        refused_on_damaged_run(stopped_run, tmp_path, monkeypatch, mutate, command), expect
+    )
 
 
 def strip_cache(files: dict[str, str]) -> dict[str, str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,10 @@ from .test_bad_input import (
     COMMANDS,
     Mutation,
     append,
+    one_line_error,
+    refused_on_bad_project,
     refused_on_damaged_run,
     replace_in,
-    snapshot,
     stopped_run,
     write,
 )
@@ -72,11 +72,10 @@ PARAMS = [(case, cmd) for case, (_, cmds, _) in sorted(CASES.items()) for cmd in
 
 
 def one_error(output: str, where: str) -> str:
-    lines = output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("moscopt: error: "), output
-    assert re.search(where, lines[0]) and DEEP in lines[0], lines[0]
+    line = one_line_error(output, where)
+    assert DEEP in line, line
     assert "Traceback" not in output and "RecursionError" not in output
-    return lines[0]
+    return line
 
 
 @pytest.mark.parametrize(("case", "command"), PARAMS)
@@ -84,13 +83,7 @@ def test_a_deep_project_file_is_one_message_naming_it(
     project: Path, case: str, command: str
 ) -> None:
     mutate, _, where = CASES[case]
-    mutate(project)
-    before = snapshot(project)
-    result = runner.invoke(app, COMMANDS[command])
-    assert result.exit_code == 2, result.output
-    one_error(result.output, where)
-    assert snapshot(project) == before
-    assert not (project / "runs").exists()
+    one_error(refused_on_bad_project(project, mutate, command), where)
 
 
 def test_a_deep_set_value_is_one_message(project: Path) -> None:
