@@ -30,6 +30,7 @@ import hashlib
 import logging
 import shutil
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from moscopt.core.front_matter import join_front_matter, split_front_matter
+from moscopt.core.memo import IdentityMemo
 from moscopt.core.skill_files import (
     SKILL_FILE,
     SkillFile,
@@ -238,8 +240,8 @@ class Pool(BaseModel):
     @field_validator("skills")
     @classmethod
     def _check_skills(cls, v: tuple[Skill, ...]) -> tuple[Skill, ...]:
-        names = [s.name for s in v]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        names = Counter(s.name for s in v)
+        dupes = sorted(n for n, count in names.items() if count > 1)
         if dupes:
             raise ValueError(f"duplicate skill names: {', '.join(dupes)}")
         if GATE_NAME in names:
@@ -316,7 +318,7 @@ class Pool(BaseModel):
 
     def digest(self) -> str:
         """sha256 of the canonical JSON view: equal pools have equal digests."""
-        return hashlib.sha256(canonical_json(self.to_json()).encode("utf-8")).hexdigest()
+        return _pool_digest(self)
 
     @classmethod
     def load(cls, directory: str | Path, *, require_gate: bool = False) -> Pool:
@@ -370,3 +372,21 @@ class Pool(BaseModel):
             for folder in directory.iterdir():
                 if folder.is_dir() and folder.name not in keep and (folder / SKILL_FILE).exists():
                     shutil.rmtree(folder)
+
+
+def _canonical_skill(skill: Skill) -> str:
+    return canonical_json(skill.to_json())
+
+
+def _digest_of(pool: Pool) -> str:
+    """sha256 of `canonical_json(pool.to_json())`, built from each skill's canonical JSON (the
+    same bytes: the pool's skills are already in name order, as sorted keys put them)."""
+    gate = _skill_json(pool.gate) if pool.gate is not None else "null"
+    skills = ",".join(f"{canonical_json(s.name)}:{_skill_json(s)}" for s in pool.skills)
+    text = f'{{"gate":{gate},"skills":{{{skills}}}}}'
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# a step's candidates share all but a skill or two with the incumbent (see moscopt.core.memo)
+_skill_json: IdentityMemo[Skill, str] = IdentityMemo(_canonical_skill, 4096)
+_pool_digest: IdentityMemo[Pool, str] = IdentityMemo(_digest_of, 64)

@@ -151,6 +151,42 @@ def test_pool_rules_and_operations() -> None:
     assert pool.fresh_name("Math Expert!") == "math-expert"
 
 
+_names = st.sampled_from(["a", "b", "café-helper", "数据-分析", "z9", "ab", "a-b"])
+_bodies = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    skills=st.dictionaries(_names, _bodies, min_size=1, max_size=5),
+    gate=st.none() | _bodies,
+    edits=st.lists(st.tuples(_names, _bodies), max_size=4),
+)
+def test_the_digest_is_the_hash_of_the_canonical_json(
+    skills: dict[str, str], gate: str | None, edits: list[tuple[str, str]]
+) -> None:
+    """The digest is built from each skill's remembered canonical JSON: after any sequence of
+    edits it is still exactly sha256(canonical_json(to_json())), the digest runs stored."""
+    import hashlib
+
+    from moscopt.run.fsio import canonical_json
+
+    def made(name: str, body: str) -> Skill:
+        return Skill(name=name, description=f"d {name}", body=body, metadata={"k": [body]})
+
+    pool = Pool(
+        skills=tuple(made(n, b) for n, b in skills.items()),
+        gate=Skill(name=GATE_NAME, description="g", body=gate) if gate is not None else None,
+    )
+    for name, body in [("", ""), *edits]:
+        if name in pool:
+            pool = pool.replace(pool.get(name).with_body(body))
+        elif name:
+            pool = pool.add(made(name, body))
+        expected = hashlib.sha256(canonical_json(pool.to_json()).encode("utf-8")).hexdigest()
+        assert pool.digest() == expected
+        assert Pool.from_json(pool.to_json()).digest() == expected
+
+
 def test_prune_removes_only_stale_skill_folders(tmp_path: Path) -> None:
     pool = Pool(skills=(Skill(name="a", description="d"), Skill(name="b", description="d")))
     pool.dump(tmp_path)
