@@ -21,10 +21,10 @@ every product's shape is the text's own, and OpenBLAS runs on one thread (the em
 sets it; `workers` threads encode texts side by side instead). On 180 texts (9,828 tokens) one
 worker took 7.2-7.8 s where shared 1,024-token passes took 6.6 s; two workers 5.1 s where
 passes on two OpenBLAS threads took 6.0 s (the offline benchmark's prompts and the README in
-3,000-character pieces, measured at load about 1). With the erf in two pieces and attention
-worked in place (the same bytes), 32 skill bodies of 256 tokens took 4.7 s of CPU on one worker,
-where they took 7.2 s (`python scripts/bench_scale.py`'s project; GELU 1.2 s, attention 0.9 s,
-the dense products most of the rest).
+3,000-character pieces, measured at load about 1). With attention worked in place and the GELU
+one float32 polynomial (`moscopt.embedding.gelu`), a skill body of 256 tokens takes 131 ms of
+CPU on one thread, where it took 191 ms (`scripts/bench_scale.py`'s project; the dense products
+about 90 ms of it, near this core's peak).
 """
 
 from __future__ import annotations
@@ -135,6 +135,8 @@ class BertEncoder:
     def _embed(self, ids: Sequence[int]) -> Array:
         import numpy as np
 
+        from moscopt.embedding.gelu import gelu
+
         x = self.words[ids] + self.positions[: len(ids)] + self.type0
         x = _layer_norm(x, *self.norm0, self.eps)
         for layer in self.layers:
@@ -142,7 +144,7 @@ class BertEncoder:
             x = _layer_norm(
                 self._attend(qkv) @ layer.out + layer.out_bias + x, *layer.norm1, self.eps
             )
-            up = _gelu(x @ layer.up + layer.up_bias)
+            up = gelu(x @ layer.up + layer.up_bias)
             x = _layer_norm(up @ layer.down + layer.down_bias + x, *layer.norm2, self.eps)
         pooled = x.mean(axis=0) if self.pooling == "mean" else x[0]
         pooled = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
@@ -176,17 +178,6 @@ def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
     centered = x - mean
     var = (centered * centered).mean(axis=-1, keepdims=True)
     return (centered / np.sqrt(var + np.float32(eps))) * weight + bias
-
-
-def _gelu(x: Array) -> Array:
-    """BERT's exact GELU, x Phi(x)."""
-    import numpy as np
-
-    from moscopt.embedding.erf import erf
-
-    return (np.float32(0.5) * x * (np.float32(1.0) + erf(x * np.float32(0.5**0.5)))).astype(
-        np.float32, copy=False
-    )
 
 
 def load(path: str | Path, workers: int = 1) -> BertEncoder | None:

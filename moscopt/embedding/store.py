@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("moscopt.embedding")
 FOLDER = "embeddings"  # under the project's cache folder
-FORMAT = "v1"  # how vectors are computed (packed, unit-norm float32): bump when that changes
+# how vectors are computed (packed, unit-norm float32): bump when that changes. v2: the numpy
+# encoder's GELU is one float32 polynomial (vectors within float rounding of v1's)
+FORMAT = "v2"
 
 
 class VectorStore:
