@@ -88,6 +88,8 @@ class BertEncoder:
             return np.ascontiguousarray(weights[name].T, dtype=np.float32)
 
         self.heads = int(config["num_attention_heads"])
+        hidden = int(weights["embeddings.word_embeddings.weight"].shape[1])
+        scale = np.float32((hidden // self.heads) ** -0.5)
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.tokenizer = tokenizer
         self.pooling = pooling
@@ -102,10 +104,14 @@ class BertEncoder:
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             parts = [f"{p}attention.self.{x}" for x in ("query", "key", "value")]
+            qkv = np.concatenate([t(f"{x}.weight") for x in parts], axis=1)
+            qkv_bias = np.concatenate([w(f"{x}.bias") for x in parts])
+            qkv[:, :hidden] *= scale  # the attention's 1 / sqrt(head size), on the query
+            qkv_bias[:hidden] *= scale
             self.layers.append(
                 Layer(
-                    qkv=np.concatenate([t(f"{x}.weight") for x in parts], axis=1),
-                    qkv_bias=np.concatenate([w(f"{x}.bias") for x in parts]),
+                    qkv=qkv,
+                    qkv_bias=qkv_bias,
                     out=t(f"{p}attention.output.dense.weight"),
                     out_bias=w(f"{p}attention.output.dense.bias"),
                     norm1=(
@@ -163,12 +169,16 @@ class BertEncoder:
         # in place: on 256 tokens the 12 x 256 x 256 scores are 3 MiB, and each new array of
         # them cost more than its arithmetic (11.3 ms a layer with four such arrays, 4.0 ms
         # in place, the same bytes)
+        # the query already carries the 1 / sqrt(size) scale (its weights, from `__init__`), and
+        # the softmax's division waits for the product with v, whose rows are 8 times fewer
+        # (256 tokens: 4.9 -> 3.4 ms a layer, vectors within float rounding)
         scores: Array = q @ k.transpose(0, 2, 1)
-        scores *= np.float32(size**-0.5)
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
-        return (scores @ v).transpose(1, 0, 2).reshape(rows, hidden)
+        total = scores.sum(axis=-1, keepdims=True)
+        out: Array = scores @ v
+        out /= total
+        return out.transpose(1, 0, 2).reshape(rows, hidden)
 
 
 def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
