@@ -22,9 +22,10 @@ sets it; `workers` threads encode texts side by side instead). On 180 texts (9,8
 worker took 7.2-7.8 s where shared 1,024-token passes took 6.6 s; two workers 5.1 s where
 passes on two OpenBLAS threads took 6.0 s (the offline benchmark's prompts and the README in
 3,000-character pieces, measured at load about 1). With attention worked in place and the GELU
-one float32 polynomial (`moscopt.embedding.gelu`), a skill body of 256 tokens takes 131 ms of
-CPU on one thread, where it took 191 ms (`scripts/bench_scale.py`'s project; the dense products
-about 90 ms of it, near this core's peak).
+one float32 polynomial (`moscopt.embedding.gelu`), the attention's scale in the query's weights,
+and sums and layer norms worked in place, a skill body of 256 tokens takes 107 ms of CPU on one
+thread, where it took 191 ms (`scripts/bench_scale.py`'s project; the dense products are about
+90 ms of it, near this core's peak).
 """
 
 from __future__ import annotations
@@ -145,13 +146,19 @@ class BertEncoder:
 
         x = self.words[ids] + self.positions[: len(ids)] + self.type0
         x = _layer_norm(x, *self.norm0, self.eps)
-        for layer in self.layers:
-            qkv = x @ layer.qkv + layer.qkv_bias
-            x = _layer_norm(
-                self._attend(qkv) @ layer.out + layer.out_bias + x, *layer.norm1, self.eps
-            )
-            up = gelu(x @ layer.up + layer.up_bias)
-            x = _layer_norm(up @ layer.down + layer.down_bias + x, *layer.norm2, self.eps)
+        for layer in self.layers:  # sums in place: the same order, the same bytes, no copies
+            qkv = x @ layer.qkv
+            qkv += layer.qkv_bias
+            attended = self._attend(qkv) @ layer.out
+            attended += layer.out_bias
+            attended += x
+            x = _layer_norm(attended, *layer.norm1, self.eps)
+            up = x @ layer.up
+            up += layer.up_bias
+            down = gelu(up) @ layer.down
+            down += layer.down_bias
+            down += x
+            x = _layer_norm(down, *layer.norm2, self.eps)
         pooled = x.mean(axis=0) if self.pooling == "mean" else x[0]
         pooled = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
         return np.ascontiguousarray(pooled, dtype=np.float32)
@@ -182,12 +189,18 @@ class BertEncoder:
 
 
 def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
+    """Layer normalisation of each row, worked in `x` (which it returns)."""
     import numpy as np
 
-    mean = x.mean(axis=-1, keepdims=True)
-    centered = x - mean
-    var = (centered * centered).mean(axis=-1, keepdims=True)
-    return (centered / np.sqrt(var + np.float32(eps))) * weight + bias
+    x -= x.mean(axis=-1, keepdims=True)
+    var = np.einsum("ij,ij->i", x, x)[:, None]
+    var /= np.float32(x.shape[-1])
+    var += np.float32(eps)
+    np.sqrt(var, out=var)
+    x /= var
+    x *= weight
+    x += bias
+    return x
 
 
 def load(path: str | Path, workers: int = 1) -> BertEncoder | None:
