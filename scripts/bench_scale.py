@@ -27,7 +27,9 @@ server's counts (whitespace words, as `usage` reports them).
 4. Task count. `moscopt eval` of T tasks (`--split all`, mode none, a fresh cache): wall, cpu,
    peak memory, and that memory per task.
 5. With `--accuracy P`: the diversity check's sampled mean (beyond `similarity.SAMPLE` skills)
-   against the exact mean over every pair, with difflib and MiniLM, on P pools of
+   against the exact mean over every pair, with difflib and MiniLM (for MiniLM also the first
+   `similarity.FIRST` skills of the sample alone, and the check as it runs: `staged`, the first
+   half deciding alone when its estimate is `similarity.DECISIVE` from the threshold), on P pools of
    `--accuracy-size` skills drawn from the seed skills and mutations of them (as
    `calibrate_diversity.py` makes them), from alike to diverse: the error, and how many pools
    fall on the same side of the calibrated threshold (0.85; 0.412 for difflib) both ways.
@@ -357,16 +359,22 @@ def accuracy(pools: int, size: int, model: str) -> None:
             else:  # the pairs of its sample of skills
                 picked = sim.sample_indices(names)
                 used_pairs = set(itertools.combinations(picked, 2))
-            pairs = itertools.combinations(range(size), 2)
-            plain = [v for ij, v in zip(pairs, every, strict=True) if ij in used_pairs]
+            cosine = dict(zip(itertools.combinations(range(size), 2), every, strict=True))
+            plain = [cosine[ij] for ij in sorted(used_pairs)]
             got, used = sim.mean_pairwise_similarity(texts, method, names)
             limit = sim.threshold_for(used, 0.85)
-            rows.append((exact, got, sum(plain) / len(plain), limit))
+            found = {"plain": sum(plain) / len(plain), "adjusted": got}
+            if method != "difflib":  # the first half of the sample, and the check as it runs
+                first = sim.sample_indices(names, sim.FIRST)
+                half = list(itertools.combinations(first, 2))
+                found[f"first {sim.FIRST}"] = sim.estimate(texts, half, [cosine[ij] for ij in half])
+                found["staged"], _ = sim.mean_pairwise_similarity(texts, method, names, 0.85)
+            rows.append((exact, found, limit))
         if rows:
             label = method.split("/")[-1]
-            for name, k in (("plain", 2), ("adjusted", 1)):
-                errors = [abs(r[k] - r[0]) for r in rows]
-                same = sum((r[k] > r[3]) == (r[0] > r[3]) for r in rows)
+            for name in rows[0][1]:
+                errors = [abs(r[1][name] - r[0]) for r in rows]
+                same = sum((r[1][name] > r[2]) == (r[0] > r[2]) for r in rows)
                 cells = (f"{label} {name}", len(rows),
                          f"{min(r[0] for r in rows):.3f}..{max(r[0] for r in rows):.3f}",
                          f"{sum(errors) / len(errors):.4f}", f"{max(errors):.4f}",

@@ -169,12 +169,11 @@ def embedding_models(config: Config) -> list[str]:
 def preload_embeddings(config: Config, run: RunDir, pool: Pool | None = None) -> list[str]:
     """Start loading the run's embedding models in the background now, so that the first
     vector (the diversity check at the end of the first epoch) does not wait for seconds of
-    imports, and embed there the bodies of `pool`'s skills that the check reads (all of them up
-    to `similarity.SAMPLE`, its stable sample beyond: the check then encodes only what changed);
+    imports, and embed there the bodies of `pool`'s skills that the check reads first
+    (`similarity.warm`: the check then encodes only what changed);
     their vectors go to the project's vector store, beside the response cache.
     Returns the models started (none for hashing or difflib, or without the extra)."""
     from moscopt.embedding import preload
-    from moscopt.embedding.shared import sentence_embedder
     from moscopt.lm.cache import shared_cache_dir
 
     names = embedding_models(config)
@@ -183,8 +182,7 @@ def preload_embeddings(config: Config, run: RunDir, pool: Pool | None = None) ->
     started = preload(names, shared_cache_dir(config.llm, run_path=run.path))
     model = config.evolution.embedding_model
     if config.evolution.enabled and model in started and pool is not None:
-        from moscopt.optimizer.similarity import sample_indices
+        from moscopt.optimizer.similarity import warm
 
-        skills = pool.skills
-        sentence_embedder(model).warm([skills[i].body for i in sample_indices(pool.names)])
+        warm(model, pool.names, [s.body for s in pool.skills])
     return started

@@ -293,7 +293,9 @@ async def restore_diversity(
     cfg = config.evolution
     bodies, names = [x.body for x in pool], list(pool.names)
     model = cfg.embedding_model
-    sim, method = await asyncio.to_thread(mean_pairwise_similarity, bodies, model, names)
+    sim, method = await asyncio.to_thread(
+        mean_pairwise_similarity, bodies, model, names, cfg.diversity_threshold
+    )
     limit = threshold_for(method, cfg.diversity_threshold)  # difflib ratios run lower
     notes: Notes = [
         {"kind": "diversity", "similarity": round(sim, 4), "method": method, "threshold": limit}

@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 SAMPLE = 32  # skills: beyond, the mean similarity is over a stable sample of this many
+# ... of which the first FIRST (the lowest hashes) are read first: an estimate from their pairs
+# at least DECISIVE from the threshold decides alone (`mean_pairwise_similarity`)
+FIRST = 16
+DECISIVE = 0.1
 CANDIDATES = 16  # pairs the sketches nominate for difflib to order, beyond SAMPLE skills
 # difflib pairs beyond SAMPLE skills, drawn over the whole pool: each ratio of two skill bodies
 # costs milliseconds; with the sketches' adjustment, 192 pairs were within 0.012 of the exact
@@ -78,21 +82,31 @@ def threshold_for(method: str, threshold: float) -> float:
 
 
 def mean_pairwise_similarity(
-    texts: Sequence[str], model: str = MINILM, keys: Sequence[str] | None = None
+    texts: Sequence[str],
+    model: str = MINILM,
+    keys: Sequence[str] | None = None,
+    threshold: float | None = None,
 ) -> tuple[float, str]:
     """(mean similarity over all pairs, exact up to `SAMPLE` texts and estimated beyond,
     `adjusted_mean`; the method used: the model name or "difflib"). `keys` (the skills'
-    names) choose the sample; by default the texts themselves. Slow the first time a model is
-    used in a process: call it from a thread."""
+    names) choose the sample; by default the texts themselves. With the `threshold` the caller
+    compares it with (the embedding scale), an estimate from the first `FIRST` skills of the
+    sample that is `DECISIVE` or more away from it is the answer: the check then embeds half the
+    sample. Slow the first time a model is used in a process: call it from a thread."""
     if len(texts) < 2:
         return (0.0, "none")
     keys = keys if keys is not None else texts
     if is_model(model):  # not difflib, not a hashing name
-        picked = sample_indices(keys)
-        vectors = vectors_for(model, [texts[i] for i in picked])
-        if vectors is not None:
+        sizes = (FIRST, SAMPLE) if threshold is not None and len(texts) > FIRST else (SAMPLE,)
+        for size in sizes:
+            picked = sample_indices(keys, size)
+            vectors = vectors_for(model, [texts[i] for i in picked])
+            if vectors is None:
+                break
             pairs = [(picked[i], picked[j]) for i, j in _pairs(len(picked))]
-            return (estimate(texts, pairs, pair_cosines(vectors)), model)
+            found = estimate(texts, pairs, pair_cosines(vectors))
+            if size == sizes[-1] or abs(found - (threshold or 0.0)) >= DECISIVE:
+                return (found, model)
     pairs = _pairs(len(texts)) if len(texts) <= SAMPLE else sampled_pairs(keys, DIFFLIB_PAIRS)
     return (estimate(texts, pairs, [ratio(texts[i], texts[j]) for i, j in pairs]), "difflib")
 
@@ -165,13 +179,13 @@ def pair_cosines(vectors: Sequence[Vector]) -> list[float]:
 
 
 def warm(model: str, names: Sequence[str], texts: Sequence[str]) -> None:
-    """Embed, in the background, the texts of the sample the next check reads, where the model's
-    process already runs (the run's `preload_embeddings` started it): an accepted edit's new
-    body is then known when the epoch ends. Vectors are pure functions of the texts, so this
-    changes when they are computed, never what they are."""
+    """Embed, in the background, the texts the next check reads first (`FIRST` of the sample),
+    where the model's process already runs (the run's `preload_embeddings` started it): an
+    accepted edit's new body is then known when the epoch ends. Vectors are pure functions of
+    the texts, so this changes when they are computed, never what they are."""
     embedder = running_embedder(model) if is_model(model) else None
     if embedder is not None:
-        embedder.warm([texts[i] for i in sample_indices(names)])
+        embedder.warm([texts[i] for i in sample_indices(names, FIRST)])
 
 
 def ratio(a: str, b: str) -> float:

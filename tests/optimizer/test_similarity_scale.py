@@ -15,7 +15,9 @@ import pytest
 from moscopt.optimizer import similarity
 from moscopt.optimizer.similarity import (
     CANDIDATES,
+    DECISIVE,
     DIFFLIB_PAIRS,
+    FIRST,
     SAMPLE,
     mean_pairwise_similarity,
     pair_cosines,
@@ -110,6 +112,34 @@ def test_embeddings_are_asked_for_the_sample_only(monkeypatch: pytest.MonkeyPatc
     assert asked == [SAMPLE] and method == "some/model" and -1.0 <= sim <= 1.0
 
 
+def test_half_the_sample_decides_when_its_estimate_is_far_from_the_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Given the threshold, the first FIRST skills of the sample are embedded first; the other
+    half only when their estimate is within DECISIVE of it. The same texts always take the same
+    path: the answer depends on the texts, never on what was already embedded."""
+    asked: list[list[str]] = []
+
+    def vectors(model: str, got: Sequence[str]) -> list[Any]:
+        asked.append(list(got))
+        rng = np.random.default_rng(7)
+        m = rng.normal(size=(len(got), 8)).astype(np.float32) + 3.0  # cosines near 0.9
+        return list(m / np.linalg.norm(m, axis=1, keepdims=True))
+
+    monkeypatch.setattr(similarity, "vectors_for", vectors)
+    pool, names = texts(300), [f"n{i}" for i in range(300)]
+    sim, _ = mean_pairwise_similarity(pool, "some/model", names, threshold=0.3)
+    assert [len(a) for a in asked] == [FIRST] and abs(sim - 0.3) >= DECISIVE
+    assert asked[0] == [pool[i] for i in sample_indices(names, FIRST)]
+    asked.clear()
+    mean_pairwise_similarity(pool, "some/model", names, threshold=sim)
+    assert [len(a) for a in asked] == [FIRST, SAMPLE]
+    assert set(asked[0]) <= set(asked[1])  # the first half is part of the whole sample
+    asked.clear()
+    mean_pairwise_similarity(pool[:FIRST], "some/model", names[:FIRST], threshold=0.3)
+    assert [len(a) for a in asked] == [FIRST]  # no more skills than the first half: every pair
+
+
 def test_the_cosines_of_every_pair_come_from_one_matrix_product() -> None:
     rng = np.random.default_rng(0)
     m = rng.normal(size=(20, 16)).astype(np.float32)
@@ -169,4 +199,4 @@ def test_an_adopted_pool_warms_the_samples_vectors_where_the_model_runs(
     similarity.warm("difflib", names, pool)  # no model
     assert warmed == []
     similarity.warm("some/model", names, pool)
-    assert warmed == [[pool[i] for i in sample_indices(names)]]
+    assert warmed == [[pool[i] for i in sample_indices(names, FIRST)]]  # what is read first
