@@ -138,7 +138,7 @@ def config_of(config: ConfigLike, lm: LMLike, optimizer_lm: LMLike) -> Config:
 def benchmark_of(
     cfg: Config, tasks: Tasks | None, grader: Any, benchmark: str | None, instructions: str
 ) -> tuple[Benchmark, Splits, str]:
-    from moscopt.app.assembly import benchmark_ref, resolve_benchmark
+    from moscopt.app.benchmark import benchmark_ref, resolve_benchmark
     from moscopt.benchmarks.inline import inline_benchmark
 
     if tasks is not None and benchmark is not None:

@@ -13,15 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from moscopt.app.assembly import (
+from moscopt.app.assembly import check_models, make_agent, open_lms, starting_pool
+from moscopt.app.benchmark import (
     TASKS_SPEC,
     benchmark_ref,
-    check_models,
-    make_agent,
     named_benchmark,
-    open_lms,
     resolve_benchmark,
-    starting_pool,
     training_benchmark,
 )
 from moscopt.app.resumption import resumed_config

@@ -123,7 +123,8 @@ def start(
     """Start a new stream run and process the whole stream."""
     import yaml
 
-    from moscopt.app.assembly import benchmark_ref, check_models, starting_pool
+    from moscopt.app.assembly import check_models, starting_pool
+    from moscopt.app.benchmark import benchmark_ref
     from moscopt.app.workspace import create_run
     from moscopt.benchmarks import Splits, get_benchmark, load_benchmark_file
 

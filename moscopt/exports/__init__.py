@@ -183,7 +183,7 @@ def _static(
     k: int,
     resolved: tuple[Benchmark, Splits] | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    from moscopt.app.assembly import resolve_benchmark
+    from moscopt.app.benchmark import resolve_benchmark
     from moscopt.exports.static import derive_table, render_routing
 
     _, splits = resolved or resolve_benchmark(config, state.benchmark)
@@ -206,7 +206,8 @@ def _distilled(
     progress: Callable[[str], None] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     from moscopt.agent.evaluate import run_tasks
-    from moscopt.app.assembly import make_agent, open_lms, resolve_benchmark
+    from moscopt.app.assembly import make_agent, open_lms
+    from moscopt.app.benchmark import resolve_benchmark
     from moscopt.core.skills import Pool
     from moscopt.core.stats import few_tasks_note
     from moscopt.exports.distill import distill, top_skills

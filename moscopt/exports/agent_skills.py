@@ -51,7 +51,7 @@ def agents_export(
     resolved: tuple[Benchmark, Splits] | None = None,
 ) -> tuple[list[Skill], str, dict[str, Any]]:
     """(the skills to write, ROUTING.md, the manifest's summary) of a run."""
-    from moscopt.app.assembly import resolve_benchmark
+    from moscopt.app.benchmark import resolve_benchmark
     from moscopt.exports.static import derive_table, render_routing
 
     _, splits = resolved or resolve_benchmark(config, state.benchmark)

@@ -216,7 +216,8 @@ def make_plan(
     calls); `propose`: and one reflect/propose per target; `latency`: seconds per call to
     assume where nothing was measured (None: time unknown); `start_epoch`: the epochs a resumed
     run has done; `tasks`, `held_out`: a task file instead of a benchmark, as for `train`."""
-    from moscopt.app.assembly import benchmark_ref, check_models, starting_pool, training_benchmark
+    from moscopt.app.assembly import check_models, starting_pool
+    from moscopt.app.benchmark import benchmark_ref, training_benchmark
 
     bench, splits, _ = training_benchmark(config, benchmark, tasks, held_out)
     pool, messages = starting_pool(skills_dir, config)

@@ -130,14 +130,16 @@ def task_niches(config: Config, state: RunState) -> tuple[dict[str, str], str]:
     """Task id -> niche, and where the niches come from (for the report's text)."""
     assigned = dict(getattr(getattr(state, "niches", None), "assigned", {}) or {})
     try:
-        from moscopt.app.assembly import resolve_benchmark
+        from moscopt.app.benchmark import checked_splits, named_benchmark
         from moscopt.extensions.niches.assign import niche_key
 
-        bench, splits = resolve_benchmark(config, state.benchmark)
+        bench = named_benchmark(config, state.benchmark)
         key = niche_key(bench.spec)
-        if key is not None:
-            found = {t.id: str(t.meta.get(key, "unknown")) for t in splits["all"]}
-            return found, f"the benchmark's `{key}` field"
+        if key is not None:  # the data is read only for a benchmark whose tasks name a niche
+            tasks = checked_splits(bench, config, ())["all"]
+            return {t.id: str(t.meta.get(key, "unknown")) for t in tasks}, (
+                f"the benchmark's `{key}` field"
+            )
     except Exception:  # no data here, a Python-task run, ...: fall back to what the run has
         pass
     if assigned:

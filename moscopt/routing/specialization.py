@@ -94,7 +94,7 @@ def run_specialization(
 
 
 def _benchmark_niches(run: RunDir) -> tuple[Callable[[str], str | None] | None, str]:
-    from moscopt.app.assembly import resolve_benchmark
+    from moscopt.app.benchmark import resolve_benchmark
     from moscopt.config import load_config
     from moscopt.errors import UserError
     from moscopt.extensions.niches.assign import niche_key

@@ -57,7 +57,7 @@ class _Context:
     """What every run of the study shares: the project, the benchmark, the frame."""
 
     def __init__(self, spec: StudySpec, study: StudyDir) -> None:
-        from moscopt.app.assembly import benchmark_ref, resolve_benchmark
+        from moscopt.app.benchmark import benchmark_ref, resolve_benchmark
         from moscopt.app.project import open_project
         from moscopt.core.skills import Pool
 

@@ -44,7 +44,8 @@ def run_gepa(
     """Optimize the starting pool with GEPA until `budget_calls` calls are spent; write the
     best candidate to `out/skills/`; return the spending (as `moscopt.study.accounting`)."""
     gepa = require_gepa()
-    from moscopt.app.assembly import resolve_benchmark, starting_pool
+    from moscopt.app.assembly import starting_pool
+    from moscopt.app.benchmark import resolve_benchmark
     from moscopt.lm import Budget, BudgetExceeded, build_lm
     from moscopt.run.ledger import EventLog
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from moscopt.agent.tools import sandbox
-from moscopt.app.assembly import resolve_benchmark
+from moscopt.app.benchmark import resolve_benchmark
 from moscopt.config import load_config
 
 NONE = sandbox.Layers(bwrap=False, namespaces=False, landlock=False, uid_drop=False)

@@ -7,7 +7,7 @@ from collections import Counter
 
 from export_env import APPLES, FERRIES, Trained, expected_route
 
-from moscopt.app.assembly import resolve_benchmark
+from moscopt.app.benchmark import resolve_benchmark
 from moscopt.exports.static import gate_decisions
 from moscopt.routing.table import RoutingTable
 from moscopt.run.rundir import RunDir

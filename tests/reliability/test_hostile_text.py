@@ -97,6 +97,17 @@ def test_md_text_is_one_inert_line(text: str) -> None:
     assert "\n" not in out and "<" not in out.replace("&lt;", "") and not LINK.search(out)
 
 
+@given(st.text(alphabet=st.characters(max_codepoint=130)) | st.from_regex(r"[ -~]{0,30}"))
+def test_md_texts_shortcut_for_plain_cells_changes_nothing(text: str) -> None:
+    """Cells of plain words are returned as they are: exactly what the full rule gives them."""
+    from moscopt.report.render import _MD_SPECIAL
+    from moscopt.run.fsio import strip_controls
+
+    flat = " ".join(strip_controls(text).split())
+    full = _MD_SPECIAL.sub(r"\\\1", flat.replace("&", "&amp;").replace("<", "&lt;"))
+    assert md_text(text) == full
+
+
 # -- item 9: names ------------------------------------------------------------------------------
 
 
