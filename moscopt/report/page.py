@@ -36,6 +36,7 @@ from moscopt.run.eval_files import parse_name
 from moscopt.run.fsio import atomic_write_all, check_output_path, iter_jsonl, scrub
 from moscopt.run.history import CORE_KINDS, History
 from moscopt.run.ledger import LLMCall
+from moscopt.run.ledger_read import collector_paused
 from moscopt.run.outcomes import outcome_counts, outcome_words
 from moscopt.run.rundir import RunDir
 from moscopt.run.state import calls_words
@@ -74,6 +75,13 @@ def write_report(
     and an `out` that is a symbolic link or lies under a file is refused, before anything is
     written; the run's own report (no `out`) is always overwritten. A write that fails removes
     the files this call had created, so a failed report leaves no stray image."""
+    with collector_paused():
+        return _write_report(run, out, html_out=html_out, now=now, force=force)
+
+
+def _write_report(
+    run: RunDir, out: Path | None, *, html_out: bool, now: datetime | None, force: bool
+) -> ReportResult:
     state = run.load_state()
     # the ledger is read once, for the history (the curve's calls too) and the views
     events = run.read_events(state, CORE_KINDS | VIEW_KINDS)
