@@ -9,8 +9,11 @@ the server honours, tasks that are always or never solved) make the test more po
 it is a floor a user can act on, and the same simulation for twice the validation tasks says what
 more tasks would buy. Graded rewards (partial credit) carry more per call than 0/1 and fresh
 tasks more than repeats of the same ones when a model answers consistently: `power_lines` says
-which the config uses. Deterministic (a fixed seed); a few hundred milliseconds, whatever
-`max_val_samples` is (`SIMULATED_LOOKS`).
+which the config uses. Deterministic (a fixed seed). Its work does not grow with
+`max_val_samples` (`SIMULATED_LOOKS`) but does with |V|, about as its square (the exact null has
+one weight per reachable sum, and each task flips all of them): 0.31 s of CPU at 20 validation
+tasks, 0.54 s at 50, 1.6 s at 100, 3.1 s at 200 (the twice-the-tasks figure is half of it), where
+the dictionary null took 0.38, 0.90, 3.3 and 7.4 s.
 """
 
 from __future__ import annotations
