@@ -10,12 +10,14 @@ of the method that ran.
 
 The work is bounded whatever the pool's size N. Up to `SAMPLE` skills, the mean is over every
 pair; beyond, it is estimated from a few hundred pairs, adjusted by MinHash sketches of every
-skill (`adjusted_mean`). With embeddings, those are the 496 pairs of a
-stable sample of `SAMPLE` skills (those whose names hash lowest, `sample_indices`: from one
-cycle to the next the sample changes only where the pool did, and its vectors are those already
-known: the embedder's memory, the project's store; the run embeds them in the background when
-it starts, `preload_embeddings`, and after each accepted change, `warm`); with difflib, which
-needs no vectors, `DIFFLIB_PAIRS` pairs drawn over the whole pool (`sampled_pairs`).
+skill (`adjusted_mean`). With embeddings, those are the pairs of a stable sample of `SAMPLE`
+skills (those whose names hash lowest, `sample_indices`: from one cycle to the next the sample
+changes only where the pool did, and its vectors are those already known: the embedder's
+memory, the project's store), read in two halves when the caller gives its threshold: the
+`FIRST` lowest (120 pairs) decide alone when their estimate is `DECISIVE` or more from it, else
+all `SAMPLE` (496 pairs). The run embeds the first half in the background when it starts
+(`preload_embeddings`) and after each accepted change (`warm`). With difflib, which needs no
+vectors, `DIFFLIB_PAIRS` pairs are drawn over the whole pool (`sampled_pairs`).
 `scripts/bench_scale.py --accuracy` prints the error against the exact mean. Cosines come from
 one matrix product of the unit vectors.
 The pairs ranked for the forced mutation (`similar_pairs`) are difflib's order up to `SAMPLE`
