@@ -212,7 +212,7 @@ def _lookup(data: Any, dotted: str) -> Any:
 def _line_of(text: str, dotted: str) -> int | None:
     """1-based line of the key `dotted` in YAML `text`, if it can be found."""
     try:
-        node: Any = yaml.compose(text, Loader=yamlio.StrictLoader)
+        node: Any = yaml.compose(text, Loader=yamlio.LOADER)
     except yaml.YAMLError:
         return None
     line = None
