@@ -3,6 +3,7 @@ by default), or of the project (`--project`, or when it has no run yet)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,23 @@ def _fmt(x: Any, digits: int = 3) -> str:
     return str(x)
 
 
+SHOWN_SKILLS = 40  # rows of the pool's table; a larger pool shows its best (its rendering grows)
+
+
+def shown_skills(skills: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pool's rows to print: all of them up to `SHOWN_SKILLS`, else that many with the
+    highest Q (a skill never scored counts as lowest), then activations, in the pool's order."""
+    if len(skills) <= SHOWN_SKILLS:
+        return skills
+
+    def rank(i: int) -> tuple[float, int, int]:
+        q = skills[i]["q"]
+        return (-(q if q is not None else -math.inf), -skills[i]["activations"], i)
+
+    best = sorted(sorted(range(len(skills)), key=rank)[:SHOWN_SKILLS])
+    return [skills[i] for i in best]
+
+
 def _render(d: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -97,9 +115,17 @@ def _render(d: dict[str, Any]) -> None:
     table.add_column("Q", justify="right", no_wrap=True)
     table.add_column("act", justify="right", no_wrap=True)
     table.add_column("description", overflow="fold")  # whole, wrapped in its column
-    for s in d["skills"]:
+    skills = shown_skills(d["skills"])
+    for s in skills:
         table.add_row(s["name"], _fmt(s["q"]), str(s["activations"]), s["description"])
     console.print(table)
+    if len(skills) < len(d["skills"]):
+        console.print(
+            f"the {len(skills)} of {len(d['skills'])} skills with the highest Q (then "
+            "activations); moscopt status --json lists every one",
+            markup=False,
+            soft_wrap=True,
+        )
 
     if "run" in d:
         _render_run(console, d)

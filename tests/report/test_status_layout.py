@@ -43,3 +43,22 @@ def test_a_list_breaks_between_its_items() -> None:
         "best val per epoch: 0: 0.500  1: 0.500",
         "  2: 0.500  3: 0.500  4: 0.500",
     ]
+
+
+def test_a_large_pool_shows_its_best_skills_and_says_so() -> None:
+    """Past `SHOWN_SKILLS` rows the table holds the skills with the highest Q (never-scored ones
+    last, ties by activations), in the pool's order, and a line says how many are left out."""
+    from moscopt.cli.status import SHOWN_SKILLS, shown_skills
+
+    skills = [
+        {"name": f"s{i:03d}", "q": None if i % 7 == 0 else (i % 10) / 10, "activations": i}
+        for i in range(SHOWN_SKILLS + 25)
+    ]
+    shown = shown_skills(skills)
+    assert len(shown) == SHOWN_SKILLS
+    assert [s["name"] for s in shown] == sorted(s["name"] for s in shown)  # the pool's order
+    kept = {s["name"] for s in shown}
+    cut = [s for s in skills if s["name"] not in kept]
+    lowest_kept = min((s["q"], s["activations"]) for s in shown if s["q"] is not None)
+    assert all(s["q"] is None or (s["q"], s["activations"]) <= lowest_kept for s in cut)
+    assert shown_skills(skills[:SHOWN_SKILLS]) == skills[:SHOWN_SKILLS]  # small pools: all
