@@ -10,7 +10,10 @@ Where the bound comes from (an uninterrupted run; a resumed run replays from the
   gate phase's), so it is expected free, but counted in the bound;
 - a decision asks the candidate for at most `max_samples` sample indices and the incumbent for
   the same indices but sample 0, which is cached (the phase start, or the candidate it was):
-  at most (2·s_max - 1)·|V| rollouts; `strict` is s_max = 1;
+  at most (2·s_max - 1)·|V| rollouts; `strict` is s_max = 1; a candidate it accepts is then
+  scored on a look no decision has seen (`Validator.adopt`: its fresh evidence, which the next
+  decision reuses as its sample 0), one more |V|: 2·s_max·|V| in all, in the bound only (the
+  expected count cannot know how many edits a run will accept);
 - an EditAdam step reflects on ceil(B / M_b) groups, merges M_g at a time, proposes once; an
   autonomous budget adds one call per step;
 - evolution asks each offspring, backup and injected skill at most twice (`evolve.ATTEMPTS`);
@@ -151,7 +154,7 @@ def count(shape: Shape, m: Measures) -> list[Part]:
     evals_max = 2 * s.max_samples - 1
     evals = 1.0 if s.max_samples == 1 else min(PAIRED_EVALUATIONS, evals_max)
     looks = 1.0 if s.max_samples == 1 else PAIRED_LOOKS
-    decision_bound = evals_max * V * r_max
+    decision_bound = (evals_max + 1) * V * r_max  # + the adopted pool's fresh look
     decision_waves = (math.ceil(V / c) + (looks - 1) * math.ceil(2 * V / c)) * r
     start_waves = math.ceil(V / c) * r
     t_max = min(s.max_targets, s.n)

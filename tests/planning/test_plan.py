@@ -177,15 +177,17 @@ def test_the_count_by_hand_for_strict_acceptance() -> None:
     assert parts["rollouts"].bound == 16 and parts["rollouts"].agent_waves == 2 * 1 * 2
     # per step and target: 2 reflections (4 trajectories / M_b 2) + 1 merge + 1 proposal
     assert reflect_bound(4, 2, 8) == 3 and parts["reflect/propose"].bound == 2 * 2 * 4
-    # phase start (5 x 2) + 4 decisions of 5 x 2 + a restoration after each minibatch
-    assert parts["validation"].bound == 10 + 4 * 10 + 2 * 10
+    # phase start (5 x 2) + 4 decisions of 5 x 2 + a restoration after each minibatch, each
+    # decision followed by the accepted pool's fresh look (5 x 2)
+    assert parts["validation"].bound == 10 + 4 * 20 + 2 * 20
     assert parts["condensation"].bound == 5  # at most N skills and the gate
 
 
 def test_paired_bound_and_the_pilots_measures() -> None:
     s = shape(max_samples=5)
     parts = {p.part: p for p in count(s, worst_case(s))}
-    assert parts["validation"].bound == 10 + (4 + 2) * 9 * 10  # (2*5 - 1) evaluations of |V|
+    # (2*5 - 1) evaluations of |V|, and the adopted pool's fresh look
+    assert parts["validation"].bound == 10 + (4 + 2) * (9 + 1) * 10
     calm = Measures(2.0, targets_per_step=1.0, applied=0.5, failure_rate=0.5, reflect_calls=1)
     quiet = {p.part: p for p in count(s, calm)}
     assert quiet["validation"].bound == parts["validation"].bound  # measures never move it
