@@ -387,6 +387,8 @@ def _digest_of(pool: Pool) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-# a step's candidates share all but a skill or two with the incumbent (see moscopt.core.memo)
-_skill_json: IdentityMemo[Skill, str] = IdentityMemo(_canonical_skill, 4096)
-_pool_digest: IdentityMemo[Pool, str] = IdentityMemo(_digest_of, 64)
+# a step's candidates share all but a skill or two with the incumbent (see moscopt.core.memo);
+# the entries hold their skills and texts, so the sizes bound the memory (a pool of up to about
+# a thousand skills is covered; beyond, digests are computed as before)
+_skill_json: IdentityMemo[Skill, str] = IdentityMemo(_canonical_skill, 1024)
+_pool_digest: IdentityMemo[Pool, str] = IdentityMemo(_digest_of, 16)
