@@ -8,7 +8,8 @@
    when every requirement is a literal check, a rubric when none is, and when both kinds were
    said, a rubric whose criteria include the checks' descriptions (the task file has one judge
    per task; the checks are kept in `checks` metadata for the user to promote). Requirements
-   the user contradicted (contains X and not_contains X) are dropped, both.
+   the user contradicted (contains X and not_contains X; a criterion and its negation) are
+   dropped, both.
 
 The result is `MinedTask`s; `moscopt.learn.taskfile` writes them with their split.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,19 +113,41 @@ def group(items: list[Exchange]) -> list[list[Exchange]]:
 
 
 def consistent(found: list[Requirement]) -> tuple[list[Requirement], int]:
-    """`found` deduplicated, without requirements the user contradicted; and how many went."""
+    """`found` deduplicated, without requirements the user contradicted; and how many went.
+    A contradiction is a literal both required and banned (contains X, not_contains X), or two
+    criteria that say the same thing but one of them negated ("Use bullet points." and "Don't
+    use bullet points.": `polarity`)."""
     by_key: dict[str, Requirement] = {}
     for r in found:
         by_key.setdefault(r.key, r)
     contains = {k.split(":", 1)[1] for k in by_key if k.startswith("contains:")}
     banned = {k.split(":", 1)[1] for k in by_key if k.startswith("not_contains:")}
     clash = contains & banned
+    said = {k: polarity(r.criterion) for k, r in by_key.items() if r.criterion is not None}
+    opposed = {
+        k
+        for k, (sign, content) in said.items()
+        for other, (other_sign, other_content) in said.items()
+        if sign != other_sign and len(content) >= 2 and jaccard(content, other_content) >= 0.8
+    }
     kept = [
         r
         for k, r in by_key.items()
-        if not (k.split(":", 1)[0] in ("contains", "not_contains") and k.split(":", 1)[1] in clash)
+        if k not in opposed
+        and not (k.split(":", 1)[0] in ("contains", "not_contains") and k.split(":", 1)[1] in clash)
     ]
     return kept, len(by_key) - len(kept)
+
+
+_NEGATIONS = frozenset({"not", "no", "never", "avoid", "without", "nor", "stop"})
+_NOT = re.compile(r"n['\u2019]t\b")  # don't, doesn't, won't (straight or curly)
+
+
+def polarity(criterion: str) -> tuple[bool, set[str]]:
+    """(whether `criterion` is said negated, an odd number of negations; its content words
+    without them): "Don't use tables." is (True, {use, tables})."""
+    said = words(_NOT.sub(" not", criterion.lower()))
+    return sum(w in _NEGATIONS for w in said) % 2 == 1, said - _NEGATIONS
 
 
 def judge_of(found: list[Requirement]) -> dict[str, Any]:

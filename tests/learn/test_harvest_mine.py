@@ -83,6 +83,22 @@ def test_contradicting_corrections_are_dropped_and_counted() -> None:
     assert mined.tasks == [] and mined.contradictory == 1
 
 
+def test_criteria_said_both_ways_are_dropped_and_counted() -> None:
+    """A rubric criterion and its negation (`mine.polarity`) are a contradiction, as a literal
+    both required and banned is; criteria about other things stay."""
+    a = chat("Draft the weekly update", "...", "no — use bullet points.", sid="a")
+    b = chat("Draft the weekly update", "...", "no — don't use bullet points.", sid="b")
+    mined = mine([a, b])
+    assert mined.tasks == [] and mined.contradictory == 1
+    c = chat("Draft the weekly update", "...", "no — put the risks first.", sid="c")
+    [task] = mine([a, b, c]).tasks
+    assert task.judge["criteria"] == ["Put the risks first."]
+    assert task.meta["contradicted"] == 2
+    d = chat("Draft the weekly update", "...", "no — never use tables.", sid="d")
+    [task] = mine([a, d]).tasks  # not the same thing negated: both kept
+    assert task.judge["criteria"] == ["Use bullet points.", "Never use tables."]
+
+
 def test_a_reask_counts_as_evidence_and_a_request_without_feedback_is_no_task() -> None:
     s = chat(
         "Summarize the design doc for the team",
