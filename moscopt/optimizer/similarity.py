@@ -15,7 +15,8 @@ skills (those whose names hash lowest, `sample_indices`: from one cycle to the n
 changes only where the pool did, and its vectors are those already known: the embedder's
 memory, the project's store), read in two halves when the caller gives its threshold: the
 `FIRST` lowest (120 pairs) decide alone when their estimate is `DECISIVE` or more from it, else
-all `SAMPLE` (496 pairs). The run embeds the first half in the background when it starts
+all `SAMPLE` (496 pairs); so with a threshold, a pool of more than `FIRST` skills may be answered
+by an estimate, not by every pair. The run embeds the first half in the background when it starts
 (`preload_embeddings`) and after each accepted change (`warm`). With difflib, which needs no
 vectors, `DIFFLIB_PAIRS` pairs are drawn over the whole pool (`sampled_pairs`).
 `scripts/bench_scale.py --accuracy` prints the error against the exact mean. Cosines come from
@@ -93,8 +94,9 @@ def mean_pairwise_similarity(
     `adjusted_mean`; the method used: the model name or "difflib"). `keys` (the skills'
     names) choose the sample; by default the texts themselves. With the `threshold` the caller
     compares it with (the embedding scale), an estimate from the first `FIRST` skills of the
-    sample that is `DECISIVE` or more away from it is the answer: the check then embeds half the
-    sample. Slow the first time a model is used in a process: call it from a thread."""
+    sample that is `DECISIVE` or more away from it is the answer (an estimate even when there
+    are no more than `SAMPLE` texts): the check then embeds half the sample. Slow the first
+    time a model is used in a process: call it from a thread."""
     if len(texts) < 2:
         return (0.0, "none")
     keys = keys if keys is not None else texts
